@@ -1,0 +1,92 @@
+// Command ferretdbserver runs FerretDB (SQLite backend) as a standalone
+// process for tests.
+//
+// Tests start it as a child process instead of embedding FerretDB so that the
+// server is not race-instrumented under `go test -race`, which would make it
+// several times slower. It prints a single "MONGODB_URI=<uri>" line on stdout
+// once it accepts connections and exits on SIGTERM/SIGINT or when its stdin is
+// closed, so it never outlives the test binary that started it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/FerretDB/FerretDB/ferretdb"
+)
+
+func main() {
+	dir := flag.String("dir", "", "SQLite data directory (created if missing)")
+	removeOnExit := flag.String("remove-on-exit", "", "directory to delete on exit (test scratch space)")
+	flag.Parse()
+
+	if err := run(*dir, *removeOnExit); err != nil {
+		fmt.Fprintln(os.Stderr, "ferretdbserver:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dir, removeOnExit string) error {
+	if dir == "" {
+		return fmt.Errorf("-dir is required")
+	}
+	if removeOnExit != "" {
+		defer os.RemoveAll(removeOnExit)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	// The parent keeps our stdin open for its whole life; EOF means it is gone
+	// (even if it was SIGKILLed and could not signal us).
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		stop()
+	}()
+
+	// FerretDB logs every connection at info level, which would drown test
+	// output; warnings and errors still reach the parent via stderr.
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	f, err := ferretdb.New(&ferretdb.Config{
+		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
+		Logger:    logger,
+		Handler:   "sqlite",
+		SQLiteURL: "file:" + dir + "/",
+	})
+	if err != nil {
+		return err
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+
+	// The listener is bound inside New, so the URI is valid right away.
+	if _, err := fmt.Fprintf(os.Stdout, "MONGODB_URI=%s\n", f.MongoDBURI()); err != nil {
+		return err
+	}
+
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+
+	// A wedged shutdown must not keep the process (and its temp dir) alive.
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("shutdown timed out")
+	}
+}

@@ -1,0 +1,225 @@
+package testenv
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// RedisServer is a redis-server process owned by a single test.
+type RedisServer struct {
+	t    testing.TB
+	bin  string
+	dir  string
+	port int
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	logs   *syncBuffer
+}
+
+// Redis starts a dedicated redis-server on a free loopback port, waits until
+// it answers PING and stops it when the test ends.
+func Redis(t testing.TB) *RedisServer {
+	t.Helper()
+	bin, err := findRedisServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &RedisServer{t: t, bin: bin, dir: t.TempDir()}
+	t.Cleanup(s.Stop)
+
+	// Another process may grab the port between probing and redis binding it,
+	// so a failed start is retried on a new port.
+	var lastErr error
+	for range 5 {
+		port, err := freePort()
+		if err != nil {
+			t.Fatalf("testenv: find free port: %v", err)
+		}
+		s.port = port
+		if lastErr = s.start(); lastErr == nil {
+			return s
+		}
+	}
+	t.Fatalf("testenv: start redis-server: %v", lastErr)
+	return nil
+}
+
+// Addr returns host:port of the server.
+func (s *RedisServer) Addr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+}
+
+// URL returns a redis:// URL selecting database 0.
+func (s *RedisServer) URL() string {
+	return "redis://" + s.Addr() + "/0"
+}
+
+// Stop kills the server and waits for it to exit, so the port is free
+// afterwards. Stopping a stopped server is a no-op.
+func (s *RedisServer) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd = nil
+}
+
+// Start restarts a stopped server on the same port (its data is gone, as
+// persistence is disabled). It fails the test if the server cannot start, so
+// call it from the test goroutine.
+func (s *RedisServer) Start() {
+	s.t.Helper()
+	var err error
+	// The port was just released by Stop; retry briefly in case the kernel or
+	// another process has not let go of it yet.
+	for range 20 {
+		if err = s.start(); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.t.Fatalf("testenv: restart redis-server on port %d: %v", s.port, err)
+}
+
+func (s *RedisServer) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return nil
+	}
+	logs := &syncBuffer{}
+	cmd := exec.Command(s.bin,
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", s.dir,
+		"--daemonize", "no",
+	)
+	cmd.Stdout = logs
+	cmd.Stderr = logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := pingRedis(s.Addr(), cmd.Process.Pid); err == nil {
+			s.cmd, s.exited, s.logs = cmd, exited, logs
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("redis-server exited during startup: %s", strings.TrimSpace(logs.String()))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("redis-server did not answer PING within 10s: %s", strings.TrimSpace(logs.String()))
+		}
+	}
+}
+
+// pingRedis checks that the server at addr is ready and is the process with
+// the given pid: after a lost port race, a PING alone could be answered by a
+// redis-server that belongs to someone else.
+func pingRedis(addr string, pid int) error {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write([]byte("INFO server\r\n")); err != nil {
+		return err
+	}
+	r := bufio.NewReader(conn)
+	header, err := r.ReadString('\n')
+	if err != nil {
+		return err
+	}
+	// Anything but a bulk string (e.g. -LOADING) means not ready yet.
+	if !strings.HasPrefix(header, "$") {
+		return fmt.Errorf("unexpected INFO reply %q", header)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(header[1:]))
+	if err != nil {
+		return fmt.Errorf("unexpected INFO reply %q", header)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return err
+	}
+	if !strings.Contains(string(body), "\nprocess_id:"+strconv.Itoa(pid)+"\r") {
+		return fmt.Errorf("port %s is served by another redis-server", addr)
+	}
+	return nil
+}
+
+func findRedisServer() (string, error) {
+	if p, err := exec.LookPath("redis-server"); err == nil {
+		return p, nil
+	}
+	for _, p := range []string{"/usr/bin/redis-server", "/usr/sbin/redis-server", "/usr/local/bin/redis-server"} {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("testenv: redis-server not found in PATH, /usr/bin or /usr/sbin; " +
+		"tests need a real Redis: install it with `apt-get install -y redis-server`")
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// syncBuffer collects child process output that is written by os/exec's copy
+// goroutine and read by us for error messages.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// Only the tail matters for diagnostics; keep memory bounded.
+	if b.buf.Len() > 1<<20 {
+		b.buf.Reset()
+	}
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
