@@ -1,0 +1,87 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/msggate/msggate/internal/im"
+)
+
+// Options configures a Cache. The zero value is usable: every zero field takes its default.
+type Options struct {
+	// Prefix starts every key, so that several deployments (or tests) can share one Redis.
+	// Default "msggate:".
+	Prefix string
+	// ChunkTTL is how long a cached chunk lives after it was filled. Default 24h.
+	ChunkTTL time.Duration
+	// StateTTL is how long seq and read state lives after its last write. Default 7 days.
+	StateTTL time.Duration
+	// AllocLockTTL bounds how long an instance may hold the allocator's refill lock. Default 5s.
+	AllocLockTTL time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Prefix == "" {
+		o.Prefix = "msggate:"
+	}
+	if o.ChunkTTL == 0 {
+		o.ChunkTTL = 24 * time.Hour
+	}
+	if o.StateTTL == 0 {
+		o.StateTTL = 7 * 24 * time.Hour
+	}
+	if o.AllocLockTTL == 0 {
+		o.AllocLockTTL = 5 * time.Second
+	}
+	return o
+}
+
+// Cache is msggate's view of Redis. It is safe for concurrent use.
+type Cache struct {
+	rdb  redis.UniversalClient
+	opts Options
+}
+
+// New returns a Cache over a go-redis client (single node or cluster).
+func New(rdb redis.UniversalClient, opts Options) *Cache {
+	return &Cache{rdb: rdb, opts: opts.withDefaults()}
+}
+
+// Ping checks that Redis answers.
+func (c *Cache) Ping(ctx context.Context) error {
+	if err := c.rdb.Ping(ctx).Err(); err != nil {
+		return im.Unavailable("cache", err)
+	}
+	return nil
+}
+
+func (c *Cache) convKey(conversationID, suffix string) string {
+	return c.opts.Prefix + "{" + conversationID + "}:" + suffix
+}
+
+func (c *Cache) chunkKey(docID string) (string, error) {
+	conv, idx, err := im.ParseDocID(docID)
+	if err != nil {
+		return "", err
+	}
+	return c.convKey(conv, "chunk:"+strconv.FormatInt(idx, 10)), nil
+}
+
+func (c *Cache) userReadKey(userID string) string {
+	return c.opts.Prefix + "{u:" + userID + "}:read"
+}
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// cacheError wraps a Redis failure. Callers on the read path treat it as a miss; callers on
+// the write path report it.
+func cacheError(op string, err error) error {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return nil
+	}
+	return im.Unavailable("cache", errors.Join(errors.New("redis "+op), err))
+}

@@ -1,0 +1,124 @@
+package cache
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/msggate/msggate/internal/im"
+)
+
+// ChunkEntry is what the cache holds for one chunk: the chunk (nil on a miss) and the version
+// the reader saw, to be handed back to FillChunks.
+type ChunkEntry struct {
+	Chunk   *im.Chunk
+	Version string
+}
+
+// ChunkFill is a chunk read from MongoDB, to be cached if no writer touched it meanwhile.
+type ChunkFill struct {
+	Chunk   *im.Chunk
+	Version string // as returned by GetChunks
+}
+
+// GetChunks reads the chunks in one round trip (a pipeline: in a cluster the keys live in
+// different slots, so one MGET could not span them). The result is aligned with docIDs. A
+// chunk that is absent or cannot be decoded is a miss.
+func (c *Cache) GetChunks(ctx context.Context, docIDs []string) ([]ChunkEntry, error) {
+	out := make([]ChunkEntry, len(docIDs))
+	if len(docIDs) == 0 {
+		return out, nil
+	}
+	cmds := make([]*redis.SliceCmd, len(docIDs))
+	pipe := c.rdb.Pipeline()
+	for i, id := range docIDs {
+		key, err := c.chunkKey(id)
+		if err != nil {
+			return nil, err
+		}
+		cmds[i] = pipe.HMGet(ctx, key, "v", "data")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isNilOnly(err) {
+		return nil, cacheError("get chunks", err)
+	}
+	for i, cmd := range cmds {
+		vals, err := cmd.Result()
+		if err != nil || len(vals) != 2 {
+			continue
+		}
+		if v, ok := vals[0].(string); ok {
+			out[i].Version = v
+		}
+		data, ok := vals[1].(string)
+		if !ok {
+			continue
+		}
+		var chunk im.Chunk
+		if json.Unmarshal([]byte(data), &chunk) == nil && chunk.DocID == docIDs[i] && len(chunk.Slots) == im.ChunkSize {
+			out[i].Chunk = &chunk
+		}
+	}
+	return out, nil
+}
+
+// fillChunk caches a chunk only while its version is the one the reader saw ("" = none).
+var fillChunk = redis.NewScript(`
+local v = redis.call('HGET', KEYS[1], 'v')
+if (v == false and ARGV[1] == '') or v == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'data', ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 1
+end
+return 0`)
+
+// FillChunks caches chunks read from MongoDB, in one round trip. A chunk whose version moved
+// since GetChunks (a writer changed it meanwhile) is not cached: the writer's change is newer
+// than what this reader has.
+func (c *Cache) FillChunks(ctx context.Context, fills []ChunkFill) error {
+	if len(fills) == 0 {
+		return nil
+	}
+	pipe := c.rdb.Pipeline()
+	for _, f := range fills {
+		key, err := c.chunkKey(f.Chunk.DocID)
+		if err != nil {
+			return err
+		}
+		data, err := json.Marshal(f.Chunk)
+		if err != nil {
+			return err
+		}
+		fillChunk.Eval(ctx, pipe, []string{key}, f.Version, data, ms(c.opts.ChunkTTL))
+	}
+	_, err := pipe.Exec(ctx)
+	return cacheError("fill chunks", err)
+}
+
+// invalidateChunk drops the cached chunk and bumps its version, so that fills by readers that
+// looked before this write are dropped too. The version outlives the data by the TTL.
+var invalidateChunk = redis.NewScript(`
+redis.call('HINCRBY', KEYS[1], 'v', 1)
+redis.call('HDEL', KEYS[1], 'data')
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1`)
+
+// InvalidateChunks must be called after every MongoDB write to the chunks, in one round trip.
+func (c *Cache) InvalidateChunks(ctx context.Context, docIDs []string) error {
+	if len(docIDs) == 0 {
+		return nil
+	}
+	pipe := c.rdb.Pipeline()
+	for _, id := range docIDs {
+		key, err := c.chunkKey(id)
+		if err != nil {
+			return err
+		}
+		invalidateChunk.Eval(ctx, pipe, []string{key}, ms(c.opts.ChunkTTL))
+	}
+	_, err := pipe.Exec(ctx)
+	return cacheError("invalidate chunks", err)
+}
+
+// isNilOnly reports whether a pipeline error is only redis.Nil from a missing key.
+func isNilOnly(err error) bool { return err == redis.Nil }

@@ -1,0 +1,18 @@
+// Package cache is msggate's Redis tier and the only importer of go-redis. It caches whole
+// chunks and the seq state of conversations and users, and runs the seq allocator.
+//
+// Keys carry a Redis Cluster hash tag so that every key of one conversation (or one user) lands
+// in one slot and a script may touch several of them:
+//
+//	<prefix>{<conversationID>}:chunk:<index>  hash {v: version, data: JSON chunk}
+//	<prefix>{<conversationID>}:seq            hash {max, min}: stored max seq and min seq
+//	<prefix>{<conversationID>}:alloc          hash {curr, last}: allocator position and block end
+//	<prefix>{<conversationID>}:alloclock      string: token of the instance refilling the block
+//	<prefix>{u:<userID>}:read                 hash {<conversationID>: read seq, <conversationID>|min: user min seq}
+//
+// Every cached value is a copy of MongoDB's; MongoDB is written first. Monotonic values (max,
+// min and read seqs) are only ever raised, so a slow reader's fill can never lower them. Chunks
+// carry a version that every writer bumps; a reader's fill is dropped when the version moved
+// since the reader looked, so it never puts back an older chunk. A chunk is one value, so a
+// partly written entry cannot exist.
+package cache

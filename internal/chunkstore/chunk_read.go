@@ -1,0 +1,36 @@
+package chunkstore
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/msggate/msggate/internal/im"
+)
+
+// FindChunks reads the chunks with the given doc IDs in one $in query. The result is aligned
+// with docIDs: result[i] is the chunk docIDs[i] names, or nil when no such document exists.
+// Whole chunks are read on purpose: FerretDB supports no $slice projection, and a page of
+// history needs most of a chunk anyway.
+func (s *Store) FindChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
+	out := make([]*im.Chunk, len(docIDs))
+	if len(docIDs) == 0 {
+		return out, nil
+	}
+	cur, err := s.chunks.Find(ctx, bson.D{{Key: "doc_id", Value: bson.D{{Key: "$in", Value: docIDs}}}})
+	if err != nil {
+		return nil, storeError("find chunks", err)
+	}
+	var found []*im.Chunk
+	if err := cur.All(ctx, &found); err != nil {
+		return nil, storeError("read chunks", err)
+	}
+	byID := make(map[string]*im.Chunk, len(found))
+	for _, c := range found {
+		byID[c.DocID] = c
+	}
+	for i, id := range docIDs {
+		out[i] = byID[id]
+	}
+	return out, nil
+}

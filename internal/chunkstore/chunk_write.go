@@ -1,0 +1,171 @@
+package chunkstore
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/msggate/msggate/internal/im"
+)
+
+// SlotOutcome says what became of one message handed to WriteMessages.
+type SlotOutcome int
+
+const (
+	// Stored: this call wrote the message into its slot.
+	Stored SlotOutcome = iota + 1
+	// AlreadyStored: the slot already held this very message (same sender and client message
+	// ID), written by an earlier attempt.
+	AlreadyStored
+	// Taken: the slot holds a different message. The seq was handed out twice (possible only
+	// after the Redis allocator lost its state) and the message needs a new seq.
+	Taken
+)
+
+// maxWriteAttempts bounds the update/insert/re-read cycle for one chunk. Each round either
+// settles some slots or learns that the document now exists, so a few rounds always suffice
+// unless the store misbehaves.
+const maxWriteAttempts = 5
+
+// WriteMessages writes messages of one conversation into the slots their seqs address. Every
+// message must carry a valid, distinct Seq. All slots that fall into one chunk are written by
+// one operation: a conditional $set of exactly those slots when the chunk exists, or an insert
+// of the whole 100-slot chunk with the messages in place when it does not (tried first when
+// the batch starts a chunk, since that chunk most likely does not exist yet). A slot that
+// already holds a message is never overwritten: the update only matches while every target
+// slot is empty. When it does not match, the chunk is read back once to tell retries
+// (AlreadyStored) from collisions (Taken), and the remaining empty slots are written again.
+//
+// The outcomes are aligned with msgs. An error means some slots may be written and others not;
+// calling again with the same messages is safe.
+func (s *Store) WriteMessages(ctx context.Context, conversationID string, msgs []*im.Message) ([]SlotOutcome, error) {
+	outcomes := make([]SlotOutcome, len(msgs))
+	seqs := make([]int64, len(msgs))
+	bySeq := make(map[int64]int, len(msgs))
+	for i, m := range msgs {
+		if err := im.ValidateSeq(m.Seq); err != nil {
+			return nil, err
+		}
+		if _, dup := bySeq[m.Seq]; dup {
+			return nil, im.Errorf(im.EINTERNAL, "seq %d appears twice in one write", m.Seq)
+		}
+		bySeq[m.Seq] = i
+		seqs[i] = m.Seq
+	}
+	for _, g := range im.GroupSeqsByDocID(conversationID, seqs) {
+		pos := make([]int, len(g.Seqs))
+		for j, seq := range g.Seqs {
+			pos[j] = bySeq[seq]
+		}
+		if err := s.writeChunk(ctx, g.DocID, msgs, pos, outcomes); err != nil {
+			return outcomes, err
+		}
+	}
+	return outcomes, nil
+}
+
+func (s *Store) writeChunk(ctx context.Context, docID string, msgs []*im.Message, pending []int, outcomes []SlotOutcome) error {
+	sort.Slice(pending, func(a, b int) bool { return msgs[pending[a]].Seq < msgs[pending[b]].Seq })
+	insertFirst := im.SlotIndex(msgs[pending[0]].Seq) == 0
+	for attempt := 0; attempt < maxWriteAttempts && len(pending) > 0; attempt++ {
+		if insertFirst {
+			inserted, err := s.insertChunk(ctx, docID, msgs, pending)
+			if err != nil {
+				return err
+			}
+			if inserted {
+				for _, i := range pending {
+					outcomes[i] = Stored
+				}
+				return nil
+			}
+			insertFirst = false // someone created the chunk first: update it instead
+		}
+		matched, err := s.setEmptySlots(ctx, docID, msgs, pending)
+		if err != nil {
+			return err
+		}
+		if matched {
+			for _, i := range pending {
+				outcomes[i] = Stored
+			}
+			return nil
+		}
+		// No match: the chunk does not exist, or a target slot is no longer empty.
+		chunk, err := s.findChunk(ctx, docID)
+		if err != nil {
+			return err
+		}
+		if chunk == nil {
+			insertFirst = true
+			continue
+		}
+		still := pending[:0]
+		for _, i := range pending {
+			slot := chunk.Slot(msgs[i].Seq)
+			switch {
+			case slot == nil || slot.Msg == nil:
+				still = append(still, i)
+			case im.SameMessage(slot.Msg, msgs[i]):
+				outcomes[i] = AlreadyStored
+			default:
+				outcomes[i] = Taken
+			}
+		}
+		pending = still
+	}
+	if len(pending) > 0 {
+		return im.Errorf(im.ECONFLICT, "chunk %s kept changing under concurrent writes; retry", docID)
+	}
+	return nil
+}
+
+// insertChunk inserts the chunk with all slots allocated and the pending messages in place. It
+// reports false when the chunk already exists (duplicate key on doc_id).
+func (s *Store) insertChunk(ctx context.Context, docID string, msgs []*im.Message, pending []int) (bool, error) {
+	c := im.NewChunk(docID)
+	for _, i := range pending {
+		c.Slots[im.SlotIndex(msgs[i].Seq)].Msg = msgs[i]
+	}
+	_, err := s.chunks.InsertOne(ctx, c)
+	if mongo.IsDuplicateKeyError(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, storeError("insert chunk", err)
+	}
+	return true, nil
+}
+
+// setEmptySlots writes the pending messages into their slots in one update that matches only
+// while every one of those slots is empty.
+func (s *Store) setEmptySlots(ctx context.Context, docID string, msgs []*im.Message, pending []int) (bool, error) {
+	filter := bson.D{{Key: "doc_id", Value: docID}}
+	set := bson.D{}
+	for _, i := range pending {
+		path := "msgs." + strconv.Itoa(im.SlotIndex(msgs[i].Seq))
+		filter = append(filter, bson.E{Key: path + ".msg", Value: nil})
+		set = append(set, bson.E{Key: path, Value: im.Slot{Msg: msgs[i], DelList: []string{}}})
+	}
+	res, err := s.chunks.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
+	if err != nil {
+		return false, storeError("write slots", err)
+	}
+	return res.MatchedCount == 1, nil
+}
+
+func (s *Store) findChunk(ctx context.Context, docID string) (*im.Chunk, error) {
+	var c im.Chunk
+	err := s.chunks.FindOne(ctx, bson.D{{Key: "doc_id", Value: docID}}).Decode(&c)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storeError("read chunk", err)
+	}
+	return &c, nil
+}

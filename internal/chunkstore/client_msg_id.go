@@ -1,0 +1,96 @@
+package chunkstore
+
+import (
+	"context"
+	"errors"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// ClientMsgKey names a message by the conversation and the client's own message ID.
+type ClientMsgKey struct {
+	ConversationID string `bson:"conversation_id"`
+	ClientMsgID    string `bson:"client_msg_id"`
+}
+
+type clientMsgDoc struct {
+	ClientMsgKey `bson:",inline"`
+	Seq          int64 `bson:"seq"`
+}
+
+// FindClientMsgSeqs returns the seqs already given to the keys, in one query. Keys never seen
+// are absent from the map.
+func (s *Store) FindClientMsgSeqs(ctx context.Context, keys []ClientMsgKey) (map[ClientMsgKey]int64, error) {
+	out := make(map[ClientMsgKey]int64, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	or := make(bson.A, 0, len(keys))
+	for _, k := range keys {
+		or = append(or, bson.D{{Key: "conversation_id", Value: k.ConversationID}, {Key: "client_msg_id", Value: k.ClientMsgID}})
+	}
+	cur, err := s.clientMsgIDs.Find(ctx, bson.D{{Key: "$or", Value: or}})
+	if err != nil {
+		return nil, storeError("find client message ids", err)
+	}
+	var docs []clientMsgDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, storeError("read client message ids", err)
+	}
+	for _, d := range docs {
+		out[d.ClientMsgKey] = d.Seq
+	}
+	return out, nil
+}
+
+// ClaimClientMsgIDs records the seq given to each key, before the messages are written, so
+// that a retry of a send that failed half-way finds its seq and fills the same slot instead of
+// taking a new one. The answer holds, for keys another writer claimed first (a concurrent
+// duplicate send), the seq that writer got; the caller must use it instead of its own.
+func (s *Store) ClaimClientMsgIDs(ctx context.Context, claims map[ClientMsgKey]int64) (map[ClientMsgKey]int64, error) {
+	lost := map[ClientMsgKey]int64{}
+	if len(claims) == 0 {
+		return lost, nil
+	}
+	docs := make([]any, 0, len(claims))
+	keys := make([]ClientMsgKey, 0, len(claims))
+	for k, seq := range claims {
+		docs = append(docs, clientMsgDoc{ClientMsgKey: k, Seq: seq})
+		keys = append(keys, k)
+	}
+	_, err := s.clientMsgIDs.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+	if err == nil {
+		return lost, nil
+	}
+	var bwe mongo.BulkWriteException
+	if !errors.As(err, &bwe) || !allDuplicateKeys(err) {
+		return nil, storeError("claim client message ids", err)
+	}
+	var dupKeys []ClientMsgKey
+	for _, we := range bwe.WriteErrors {
+		if we.Index >= 0 && we.Index < len(keys) {
+			dupKeys = append(dupKeys, keys[we.Index])
+		}
+	}
+	found, err := s.FindClientMsgSeqs(ctx, dupKeys)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range dupKeys {
+		if seq, ok := found[k]; ok {
+			lost[k] = seq
+		}
+	}
+	return lost, nil
+}
+
+// MoveClientMsgSeq points a key at a new seq, when the seq first claimed turned out to be taken
+// by another message.
+func (s *Store) MoveClientMsgSeq(ctx context.Context, k ClientMsgKey, seq int64) error {
+	_, err := s.clientMsgIDs.UpdateOne(ctx,
+		bson.D{{Key: "conversation_id", Value: k.ConversationID}, {Key: "client_msg_id", Value: k.ClientMsgID}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "seq", Value: seq}}}})
+	return storeError("move client message id", err)
+}

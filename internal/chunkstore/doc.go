@@ -1,0 +1,23 @@
+// Package chunkstore is msggate's MongoDB layer and the only importer of the MongoDB driver.
+//
+// Collections (field names follow OpenIM where OpenIM has the same concept):
+//
+//	msg            one document per chunk of im.ChunkSize seqs:
+//	               {doc_id: "<conversationID>:<index>", msgs: [100 x slot]}; unique index on doc_id.
+//	seq            one document per conversation:
+//	               {conversation_id, max_seq, min_seq, reserved_seq}; unique index on conversation_id.
+//	               max_seq is the highest seq that holds a stored message (raised after the chunk
+//	               write, before the sender is acknowledged); reserved_seq is the end of the last
+//	               seq block handed to the Redis allocator. Keeping the two apart is what keeps
+//	               reported max seqs and unread counts exact when Redis loses its keys.
+//	seq_user       one document per user and conversation:
+//	               {conversation_id, user_id, read_seq, min_seq}; unique index on both.
+//	msg_client_id  one document per stored message that has a client message ID:
+//	               {conversation_id, client_msg_id, seq}; unique index on both. A retried send
+//	               finds its original seq here instead of storing a duplicate.
+//	group_member   one document per group member: {group_id, user_id, role}; unique index on both.
+//
+// Only operations that both MongoDB 6+ and FerretDB 1.24 support are used: CRUD with $set,
+// $addToSet, $max, $inc, $setOnInsert, upserts, $in, sort and limit, unique indexes and
+// duplicate-key errors. No transactions, aggregation slices or change streams.
+package chunkstore

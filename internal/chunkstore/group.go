@@ -1,0 +1,83 @@
+package chunkstore
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// Group member roles, as OpenIM numbers them.
+const (
+	RoleOwner  int32 = 100
+	RoleMember int32 = 20
+	RoleAdmin  int32 = 60
+)
+
+// GroupMember is one member of a group (collection group_member).
+type GroupMember struct {
+	GroupID string `bson:"group_id"`
+	UserID  string `bson:"user_id"`
+	Role    int32  `bson:"role"`
+}
+
+// SetGroupMembers makes members the group's complete member list: listed users are upserted
+// with their roles, everyone else is removed.
+func (s *Store) SetGroupMembers(ctx context.Context, groupID string, members []GroupMember) error {
+	ids := make([]string, 0, len(members))
+	models := make([]mongo.WriteModel, 0, len(members))
+	for _, m := range members {
+		ids = append(ids, m.UserID)
+		models = append(models, mongo.NewUpdateOneModel().
+			SetFilter(bson.D{{Key: "group_id", Value: groupID}, {Key: "user_id", Value: m.UserID}}).
+			SetUpdate(bson.D{{Key: "$set", Value: bson.D{{Key: "role", Value: m.Role}}}}).
+			SetUpsert(true))
+	}
+	if len(models) > 0 {
+		if err := bulkUpsert(ctx, s.groupMembers, "set group members", models); err != nil {
+			return err
+		}
+	}
+	_, err := s.groupMembers.DeleteMany(ctx, bson.D{
+		{Key: "group_id", Value: groupID},
+		{Key: "user_id", Value: bson.D{{Key: "$nin", Value: ids}}},
+	})
+	return storeError("remove group members", err)
+}
+
+// FindGroupMemberships returns, for each group, userID's membership, in one query. Groups the
+// user is not in are absent from the map.
+func (s *Store) FindGroupMemberships(ctx context.Context, userID string, groupIDs []string) (map[string]GroupMember, error) {
+	out := make(map[string]GroupMember, len(groupIDs))
+	if len(groupIDs) == 0 {
+		return out, nil
+	}
+	cur, err := s.groupMembers.Find(ctx, bson.D{
+		{Key: "group_id", Value: bson.D{{Key: "$in", Value: groupIDs}}},
+		{Key: "user_id", Value: userID},
+	})
+	if err != nil {
+		return nil, storeError("find group members", err)
+	}
+	var docs []GroupMember
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, storeError("read group members", err)
+	}
+	for _, d := range docs {
+		out[d.GroupID] = d
+	}
+	return out, nil
+}
+
+// GroupMembers returns every member of a group.
+func (s *Store) GroupMembers(ctx context.Context, groupID string) ([]GroupMember, error) {
+	cur, err := s.groupMembers.Find(ctx, bson.D{{Key: "group_id", Value: groupID}})
+	if err != nil {
+		return nil, storeError("find group members", err)
+	}
+	var docs []GroupMember
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, storeError("read group members", err)
+	}
+	return docs, nil
+}

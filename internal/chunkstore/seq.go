@@ -1,0 +1,126 @@
+package chunkstore
+
+import (
+	"context"
+	"errors"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// ConversationSeqs is a conversation's document in the seq collection.
+type ConversationSeqs struct {
+	ConversationID string `bson:"conversation_id"`
+	// MaxSeq is the highest seq holding a stored message.
+	MaxSeq int64 `bson:"max_seq"`
+	// MinSeq is the lowest seq still readable (retention, clear for everyone); 0 means 1.
+	MinSeq int64 `bson:"min_seq"`
+	// ReservedSeq is the end of the last seq block handed to the allocator.
+	ReservedSeq int64 `bson:"reserved_seq"`
+}
+
+// ReserveSeqBlock reserves n more seqs of a conversation for the allocator and returns the
+// conversation's document after the reservation; ReservedSeq is the new end of the reserved
+// range and at least MaxSeq+n. MaxSeq in the answer tells the allocator where stored messages
+// end, which is where it restarts after losing its state.
+func (s *Store) ReserveSeqBlock(ctx context.Context, conversationID string, n int64) (ConversationSeqs, error) {
+	doc, err := s.updateSeqDoc(ctx, conversationID, "$inc", n)
+	if err == nil && doc.ReservedSeq < doc.MaxSeq+n {
+		// A store written by another tool (an imported OpenIM database) may have messages above
+		// its reserved range: move the reservation past them.
+		doc, err = s.updateSeqDoc(ctx, conversationID, "$max", doc.MaxSeq+n)
+	}
+	return doc, err
+}
+
+func (s *Store) updateSeqDoc(ctx context.Context, conversationID, op string, v int64) (ConversationSeqs, error) {
+	var doc ConversationSeqs
+	err := s.seqs.FindOneAndUpdate(ctx,
+		bson.D{{Key: "conversation_id", Value: conversationID}},
+		bson.D{{Key: op, Value: bson.D{{Key: "reserved_seq", Value: v}}}},
+		options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After),
+	).Decode(&doc)
+	if mongo.IsDuplicateKeyError(err) { // lost an upsert race: the document exists now
+		return s.updateSeqDoc(ctx, conversationID, op, v)
+	}
+	if err != nil {
+		return ConversationSeqs{}, storeError("reserve seq block", err)
+	}
+	return doc, nil
+}
+
+// RaiseMaxSeqs records, per conversation, the highest seq now holding a stored message. $max
+// makes it monotonic and safe under concurrent writers; all conversations go in one bulk write.
+func (s *Store) RaiseMaxSeqs(ctx context.Context, maxSeqs map[string]int64) error {
+	return s.raise(ctx, "raise max seqs", maxSeqs, "max_seq")
+}
+
+// RaiseMinSeq moves a conversation's min seq up (never down).
+func (s *Store) RaiseMinSeq(ctx context.Context, conversationID string, minSeq int64) error {
+	return s.raise(ctx, "raise min seq", map[string]int64{conversationID: minSeq}, "min_seq")
+}
+
+func (s *Store) raise(ctx context.Context, op string, values map[string]int64, field string) error {
+	if len(values) == 0 {
+		return nil
+	}
+	models := make([]mongo.WriteModel, 0, len(values))
+	for conv, v := range values {
+		models = append(models, mongo.NewUpdateOneModel().
+			SetFilter(bson.D{{Key: "conversation_id", Value: conv}}).
+			SetUpdate(bson.D{{Key: "$max", Value: bson.D{{Key: field, Value: v}}}}).
+			SetUpsert(true))
+	}
+	return bulkUpsert(ctx, s.seqs, op, models)
+}
+
+// bulkUpsert runs upserts in one unordered bulk write. Two concurrent upserts of the same new
+// document can race on the unique index and the loser fails with a duplicate key; the document
+// exists by then, so running the batch again applies the loser's update ($max and $setOnInsert
+// updates are idempotent).
+func bulkUpsert(ctx context.Context, c *mongo.Collection, op string, models []mongo.WriteModel) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		_, err = c.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+		if err == nil || !allDuplicateKeys(err) {
+			break
+		}
+	}
+	return storeError(op, err)
+}
+
+// FindConversationSeqs reads the seq documents of the conversations in one $in query.
+// Conversations without a document (no message stored yet) are absent from the map.
+func (s *Store) FindConversationSeqs(ctx context.Context, conversationIDs []string) (map[string]ConversationSeqs, error) {
+	out := make(map[string]ConversationSeqs, len(conversationIDs))
+	if len(conversationIDs) == 0 {
+		return out, nil
+	}
+	cur, err := s.seqs.Find(ctx, bson.D{{Key: "conversation_id", Value: bson.D{{Key: "$in", Value: conversationIDs}}}})
+	if err != nil {
+		return nil, storeError("find seqs", err)
+	}
+	var docs []ConversationSeqs
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, storeError("read seqs", err)
+	}
+	for _, d := range docs {
+		out[d.ConversationID] = d
+	}
+	return out, nil
+}
+
+// allDuplicateKeys reports whether every write error of a bulk write is a duplicate key.
+func allDuplicateKeys(err error) bool {
+	var bwe mongo.BulkWriteException
+	if !errors.As(err, &bwe) || bwe.WriteConcernError != nil || len(bwe.WriteErrors) == 0 {
+		return false
+	}
+	for _, we := range bwe.WriteErrors {
+		if we.Code != 11000 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,100 @@
+package chunkstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/msggate/msggate/internal/im"
+)
+
+// Collection names.
+const (
+	CollectionChunks      = "msg"
+	CollectionSeqs        = "seq"
+	CollectionUserSeqs    = "seq_user"
+	CollectionClientMsgID = "msg_client_id"
+	CollectionGroupMember = "group_member"
+)
+
+// Store reads and writes msggate's MongoDB collections. It is safe for concurrent use.
+type Store struct {
+	db           *mongo.Database
+	chunks       *mongo.Collection
+	seqs         *mongo.Collection
+	userSeqs     *mongo.Collection
+	clientMsgIDs *mongo.Collection
+	groupMembers *mongo.Collection
+}
+
+// Open returns a Store on the database and creates the indexes it relies on. Creating an index
+// that already exists is a no-op, so every gateway instance can call Open at start-up.
+func Open(ctx context.Context, db *mongo.Database) (*Store, error) {
+	s := &Store{
+		db:           db,
+		chunks:       db.Collection(CollectionChunks),
+		seqs:         db.Collection(CollectionSeqs),
+		userSeqs:     db.Collection(CollectionUserSeqs),
+		clientMsgIDs: db.Collection(CollectionClientMsgID),
+		groupMembers: db.Collection(CollectionGroupMember),
+	}
+	unique := func(c *mongo.Collection, keys ...string) error {
+		d := bson.D{}
+		for _, k := range keys {
+			d = append(d, bson.E{Key: k, Value: 1})
+		}
+		_, err := c.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: d, Options: options.Index().SetUnique(true)})
+		if err != nil {
+			return fmt.Errorf("chunkstore: create index on %s: %w", c.Name(), err)
+		}
+		return nil
+	}
+	for _, ix := range []struct {
+		c    *mongo.Collection
+		keys []string
+	}{
+		{s.chunks, []string{"doc_id"}},
+		{s.seqs, []string{"conversation_id"}},
+		{s.userSeqs, []string{"conversation_id", "user_id"}},
+		{s.clientMsgIDs, []string{"conversation_id", "client_msg_id"}},
+		{s.groupMembers, []string{"group_id", "user_id"}},
+	} {
+		if err := unique(ix.c, ix.keys...); err != nil {
+			return nil, storeError("create indexes", err)
+		}
+	}
+	return s, nil
+}
+
+// Database returns the database the store works on.
+func (s *Store) Database() *mongo.Database { return s.db }
+
+// Ping checks that MongoDB answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.db.Client().Ping(ctx, nil); err != nil {
+		return storeError("ping", err)
+	}
+	return nil
+}
+
+// storeError turns a driver error into a domain error: failures a retry may cure become
+// EUNAVAILABLE, the rest stay internal. The operation name goes into the cause for logs.
+func storeError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	cause := fmt.Errorf("mongodb %s: %w", op, err)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		mongo.IsNetworkError(err) || mongo.IsTimeout(err) || errors.Is(err, mongo.ErrClientDisconnected) {
+		return im.Unavailable("message store", cause)
+	}
+	var se mongo.ServerError
+	if errors.As(err, &se) && (se.HasErrorLabel("RetryableWriteError") || se.HasErrorLabel("TransientTransactionError")) {
+		return im.Unavailable("message store", cause)
+	}
+	return cause
+}

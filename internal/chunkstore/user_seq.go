@@ -1,0 +1,93 @@
+package chunkstore
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// UserSeqs is one user's read state in one conversation (collection seq_user).
+type UserSeqs struct {
+	ConversationID string `bson:"conversation_id"`
+	UserID         string `bson:"user_id"`
+	// ReadSeq is the highest seq the user has read, on any device.
+	ReadSeq int64 `bson:"read_seq"`
+	// MinSeq is the lowest seq the user may see (after clearing history); 0 means no bound.
+	MinSeq int64 `bson:"min_seq"`
+}
+
+// UserSeqKey names one user's state in one conversation.
+type UserSeqKey struct {
+	ConversationID string
+	UserID         string
+}
+
+// RaiseReadSeqs moves read seqs up (never down) for many users and conversations in one bulk
+// write.
+func (s *Store) RaiseReadSeqs(ctx context.Context, readSeqs map[UserSeqKey]int64) error {
+	return s.raiseUser(ctx, "raise read seqs", readSeqs, "read_seq")
+}
+
+// RaiseUserMinSeqs moves user min seqs up (never down), for clearing history.
+func (s *Store) RaiseUserMinSeqs(ctx context.Context, minSeqs map[UserSeqKey]int64) error {
+	return s.raiseUser(ctx, "raise user min seqs", minSeqs, "min_seq")
+}
+
+func (s *Store) raiseUser(ctx context.Context, op string, values map[UserSeqKey]int64, field string) error {
+	if len(values) == 0 {
+		return nil
+	}
+	models := make([]mongo.WriteModel, 0, len(values))
+	for k, v := range values {
+		models = append(models, mongo.NewUpdateOneModel().
+			SetFilter(bson.D{{Key: "conversation_id", Value: k.ConversationID}, {Key: "user_id", Value: k.UserID}}).
+			SetUpdate(bson.D{{Key: "$max", Value: bson.D{{Key: field, Value: v}}}}).
+			SetUpsert(true))
+	}
+	return bulkUpsert(ctx, s.userSeqs, op, models)
+}
+
+// FindUserSeqs reads the given users' states in one query. Keys without a document (the user
+// never read nor cleared) are absent from the map: their read and min seqs are 0.
+func (s *Store) FindUserSeqs(ctx context.Context, keys []UserSeqKey) (map[UserSeqKey]UserSeqs, error) {
+	out := make(map[UserSeqKey]UserSeqs, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	convs := make([]string, 0, len(keys))
+	users := make([]string, 0, len(keys))
+	seenC, seenU := map[string]bool{}, map[string]bool{}
+	want := make(map[UserSeqKey]bool, len(keys))
+	for _, k := range keys {
+		want[k] = true
+		if !seenC[k.ConversationID] {
+			seenC[k.ConversationID] = true
+			convs = append(convs, k.ConversationID)
+		}
+		if !seenU[k.UserID] {
+			seenU[k.UserID] = true
+			users = append(users, k.UserID)
+		}
+	}
+	// One $in query over both fields; it may return a few pairs nobody asked for, which are
+	// dropped here, in exchange for a single round trip.
+	cur, err := s.userSeqs.Find(ctx, bson.D{
+		{Key: "conversation_id", Value: bson.D{{Key: "$in", Value: convs}}},
+		{Key: "user_id", Value: bson.D{{Key: "$in", Value: users}}},
+	})
+	if err != nil {
+		return nil, storeError("find user seqs", err)
+	}
+	var docs []UserSeqs
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, storeError("read user seqs", err)
+	}
+	for _, d := range docs {
+		k := UserSeqKey{ConversationID: d.ConversationID, UserID: d.UserID}
+		if want[k] {
+			out[k] = d
+		}
+	}
+	return out, nil
+}
