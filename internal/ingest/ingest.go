@@ -1,0 +1,321 @@
+package ingest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sort"
+	"time"
+
+	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/im"
+	imsync "github.com/msggate/msggate/internal/sync"
+)
+
+// Options configures an Ingester. The zero value is usable.
+type Options struct {
+	// MaxBatch bounds the messages of one Ingest call. Default 1000.
+	MaxBatch int
+	// Now returns the time stamped on messages that carry none. Default time.Now.
+	Now func() time.Time
+}
+
+// Ingester stores messages. It is safe for concurrent use.
+type Ingester struct {
+	store  *chunkstore.Store
+	cache  *cache.Cache
+	ledger *imsync.Ledger
+	opts   Options
+}
+
+// New returns an Ingester.
+func New(store *chunkstore.Store, c *cache.Cache, ledger *imsync.Ledger, opts Options) *Ingester {
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 1000
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Ingester{store: store, cache: c, ledger: ledger, opts: opts}
+}
+
+// Placed is where one incoming message went.
+type Placed struct {
+	ConversationID string
+	// Seq is the message's seq, or 0 when the message is not stored (published only).
+	Seq int64
+	// Duplicate is true when an earlier send of the same message got this seq.
+	Duplicate bool
+	// Message is the message as stored (with its seq, server message ID and times).
+	Message *im.Message
+}
+
+// Result is what became of one incoming message: usually one placement; a notification that is
+// also shown in its chat (IsSendMsg) has two.
+type Result struct {
+	Placements []Placed
+}
+
+// placement is one stored message on its way through Ingest.
+type placement struct {
+	result, index int // position in the results
+	conv          string
+	msg           *im.Message
+	dedup         bool // the client gave a message ID: remember its seq
+	retry         bool // seq came from an earlier send of the same message
+}
+
+// maxRounds bounds how often a message whose seq was found taken gets a new one.
+const maxRounds = 4
+
+// Ingest stores a batch of messages for any number of conversations and returns, aligned with
+// msgs, where each went. All of a batch's messages that land in one chunk are written by one
+// MongoDB operation. On error, some messages may be stored; sending the same batch again
+// (same client message IDs) stores nothing twice.
+func (in *Ingester) Ingest(ctx context.Context, msgs []*im.Message) ([]Result, error) {
+	if len(msgs) > in.opts.MaxBatch {
+		return nil, im.Errorf(im.ELIMIT, "a batch holds at most %d messages, got %d", in.opts.MaxBatch, len(msgs))
+	}
+	results := make([]Result, len(msgs))
+	var stored []*placement
+	now := in.opts.Now().UnixMilli()
+	for i, m := range msgs {
+		if err := im.ValidateForSend(m); err != nil {
+			return nil, err
+		}
+		places, err := im.Categorise(m)
+		if err != nil {
+			return nil, err
+		}
+		for j, p := range places {
+			msg := *p.Message
+			dedup := msg.ClientMsgID != ""
+			prepare(&msg, p.ConversationID, now)
+			results[i].Placements = append(results[i].Placements, Placed{ConversationID: p.ConversationID, Message: &msg})
+			if p.Stored {
+				stored = append(stored, &placement{result: i, index: j, conv: p.ConversationID, msg: &msg, dedup: dedup})
+			}
+		}
+	}
+	if len(stored) == 0 {
+		return results, nil
+	}
+	if err := in.store1(ctx, stored); err != nil {
+		return nil, err
+	}
+	for _, p := range stored {
+		pl := &results[p.result].Placements[p.index]
+		pl.Seq = p.msg.Seq
+		pl.Duplicate = p.retry
+	}
+	return results, nil
+}
+
+// prepare stamps what the server owns on a message: its IDs, times, status and session type.
+func prepare(m *im.Message, conv string, now int64) {
+	m.ServerMsgID = newID()
+	if m.ClientMsgID == "" {
+		m.ClientMsgID = newID()
+	}
+	if m.SendTime == 0 {
+		m.SendTime = now
+	}
+	m.CreateTime = now
+	m.Status = im.StatusSent
+	m.Seq = 0
+	c, _ := im.ParseConversationID(conv)
+	switch c.Kind {
+	case im.SingleChat:
+		m.SessionType = im.SessionSingle
+	case im.GroupChat:
+		m.SessionType = im.SessionGroup
+	default:
+		m.SessionType = im.SessionNotification
+	}
+}
+
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (in *Ingester) store1(ctx context.Context, stored []*placement) error {
+	if err := in.findRetries(ctx, stored); err != nil {
+		return err
+	}
+	pending := stored
+	var touched []string
+	for round := 0; len(pending) > 0; round++ {
+		if round == maxRounds {
+			return im.Errorf(im.ECONFLICT, "could not find free seqs for %d messages; retry", len(pending))
+		}
+		if err := in.allocate(ctx, pending, round > 0); err != nil {
+			return err
+		}
+		var err error
+		var docIDs []string
+		pending, docIDs, err = in.write(ctx, pending)
+		touched = append(touched, docIDs...)
+		if err != nil {
+			return err
+		}
+	}
+	maxSeqs := map[string]int64{}
+	reads := map[chunkstore.UserSeqKey]int64{}
+	for _, p := range stored {
+		if p.msg.Seq > maxSeqs[p.conv] {
+			maxSeqs[p.conv] = p.msg.Seq
+		}
+		k := chunkstore.UserSeqKey{ConversationID: p.conv, UserID: p.msg.SendID}
+		if p.msg.Seq > reads[k] {
+			reads[k] = p.msg.Seq
+		}
+	}
+	if err := in.ledger.RecordStored(ctx, maxSeqs, reads); err != nil {
+		return err
+	}
+	// Readers must not keep serving the chunks as they were. If this fails the caller gets an
+	// error and retries; the retry finds its seqs by client message ID and invalidates again.
+	return in.cache.InvalidateChunks(ctx, dedupe(touched))
+}
+
+// findRetries gives placements whose client message ID was seen before their earlier seq, and
+// marks later copies of the same message within the batch as retries of the first.
+func (in *Ingester) findRetries(ctx context.Context, stored []*placement) error {
+	var keys []chunkstore.ClientMsgKey
+	first := map[chunkstore.ClientMsgKey]*placement{}
+	for _, p := range stored {
+		if !p.dedup {
+			continue
+		}
+		k := chunkstore.ClientMsgKey{ConversationID: p.conv, ClientMsgID: p.msg.ClientMsgID}
+		if f, ok := first[k]; ok {
+			p.retry, p.msg = true, f.msg
+			continue
+		}
+		first[k] = p
+		keys = append(keys, k)
+	}
+	seqs, err := in.store.FindClientMsgSeqs(ctx, keys)
+	if err != nil {
+		return err
+	}
+	for k, seq := range seqs {
+		p := first[k]
+		p.msg.Seq, p.retry = seq, true
+	}
+	return nil
+}
+
+// allocate gives every pending placement without a seq a new one, a block per conversation,
+// in input order, and claims the client message IDs. moved is true in later rounds, when the
+// pending placements lost their seqs to other messages and their claims must follow.
+func (in *Ingester) allocate(ctx context.Context, pending []*placement, moved bool) error {
+	byConv := map[string][]*placement{}
+	var convs []string
+	seen := map[*im.Message]bool{} // copies of one message within a batch share it
+	for _, p := range pending {
+		if p.msg.Seq != 0 || seen[p.msg] {
+			continue
+		}
+		seen[p.msg] = true
+		if _, ok := byConv[p.conv]; !ok {
+			convs = append(convs, p.conv)
+		}
+		byConv[p.conv] = append(byConv[p.conv], p)
+	}
+	claims := map[chunkstore.ClientMsgKey]int64{}
+	for _, conv := range convs {
+		ps := byConv[conv]
+		first, err := in.ledger.Allocate(ctx, conv, int64(len(ps)))
+		if err != nil {
+			return err
+		}
+		for i, p := range ps {
+			p.msg.Seq = first + int64(i)
+			if p.dedup {
+				k := chunkstore.ClientMsgKey{ConversationID: conv, ClientMsgID: p.msg.ClientMsgID}
+				if moved {
+					if err := in.store.MoveClientMsgSeq(ctx, k, p.msg.Seq); err != nil {
+						return err
+					}
+				} else {
+					claims[k] = p.msg.Seq
+				}
+			}
+		}
+	}
+	lost, err := in.store.ClaimClientMsgIDs(ctx, claims)
+	if err != nil {
+		return err
+	}
+	// A concurrent send of the same message claimed first: use its seq. The seq allocated here
+	// stays unused and reads as a MISSING placeholder.
+	for _, p := range pending {
+		if seq, ok := lost[chunkstore.ClientMsgKey{ConversationID: p.conv, ClientMsgID: p.msg.ClientMsgID}]; ok {
+			p.msg.Seq, p.retry = seq, true
+		}
+	}
+	return nil
+}
+
+// write writes the pending placements, one WriteMessages call per conversation, and returns
+// those whose seq turned out to be taken (their seq reset to 0) and the chunks it touched.
+func (in *Ingester) write(ctx context.Context, pending []*placement) ([]*placement, []string, error) {
+	byConv := map[string][]*placement{}
+	var convs []string
+	for _, p := range pending {
+		if _, ok := byConv[p.conv]; !ok {
+			convs = append(convs, p.conv)
+		}
+		byConv[p.conv] = append(byConv[p.conv], p)
+	}
+	var again []*placement
+	var touched []string
+	for _, conv := range convs {
+		ps := uniqueBySeq(byConv[conv])
+		msgs := make([]*im.Message, len(ps))
+		for i, p := range ps {
+			msgs[i] = p.msg
+			touched = append(touched, im.DocID(conv, p.msg.Seq))
+		}
+		outcomes, err := in.store.WriteMessages(ctx, conv, msgs)
+		if err != nil {
+			return nil, touched, err
+		}
+		for i, o := range outcomes {
+			if o == chunkstore.Taken {
+				ps[i].msg.Seq = 0
+				again = append(again, ps[i])
+			}
+		}
+	}
+	return again, touched, nil
+}
+
+// uniqueBySeq drops placements that share a message (and so a seq) with an earlier one: copies
+// of one message within a batch are written once.
+func uniqueBySeq(ps []*placement) []*placement {
+	seen := map[int64]bool{}
+	out := ps[:0:0]
+	for _, p := range ps {
+		if !seen[p.msg.Seq] {
+			seen[p.msg.Seq] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func dedupe(ids []string) []string {
+	sort.Strings(ids)
+	out := ids[:0]
+	for i, id := range ids {
+		if i == 0 || id != ids[i-1] {
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -1,0 +1,230 @@
+package sync
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"time"
+
+	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/im"
+)
+
+// Options configures a Ledger. The zero value is usable.
+type Options struct {
+	// BlockSize is how many seqs one MongoDB reservation hands to the Redis allocator. Larger
+	// blocks mean fewer MongoDB round trips per message. Default 100.
+	BlockSize int64
+	// Logger receives cache failures that were worked around. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Ledger is the seq ledger. It is safe for concurrent use.
+type Ledger struct {
+	store *chunkstore.Store
+	cache *cache.Cache
+	opts  Options
+	token string
+}
+
+// NewLedger returns a Ledger over the store and the cache.
+func NewLedger(store *chunkstore.Store, c *cache.Cache, opts Options) *Ledger {
+	if opts.BlockSize <= 0 {
+		opts.BlockSize = 100
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return &Ledger{store: store, cache: c, opts: opts, token: hex.EncodeToString(b)}
+}
+
+// allocWait bounds how long Allocate waits for another instance's block refill.
+const allocWait = 5 * time.Second
+
+// Allocate hands out n consecutive seqs of a conversation and returns the first. Seqs come from
+// the Redis allocator; when its block is used up (or its state is gone) this caller takes the
+// refill lock, reserves a block in MongoDB, and installs it. After a loss of Redis state the
+// allocator resumes right after the highest stored seq, so no gap opens; a seq handed out
+// before the loss and used after it is caught by the chunk store's conditional slot write.
+func (l *Ledger) Allocate(ctx context.Context, conversationID string, n int64) (int64, error) {
+	if n <= 0 {
+		return 0, im.Errorf(im.EINTERNAL, "allocate %d seqs", n)
+	}
+	deadline := time.Now().Add(allocWait)
+	backoff := time.Millisecond
+	for {
+		state, first, err := l.cache.AllocSeqs(ctx, conversationID, n, l.token)
+		if err != nil {
+			return 0, err
+		}
+		switch state {
+		case cache.Allocated:
+			return first, nil
+		case cache.NeedInit, cache.NeedBlock:
+			doc, err := l.store.ReserveSeqBlock(ctx, conversationID, l.opts.BlockSize+n)
+			if err != nil {
+				return 0, err
+			}
+			if _, err := l.cache.SetAllocBlock(ctx, conversationID, l.token, doc.MaxSeq, doc.ReservedSeq); err != nil {
+				return 0, err
+			}
+			continue
+		case cache.Busy:
+		}
+		if time.Now().After(deadline) {
+			return 0, im.Errorf(im.EUNAVAILABLE, "seq allocator for %s is busy; retry", conversationID)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, im.Unavailable("seq allocator", ctx.Err())
+		case <-time.After(backoff):
+		}
+		if backoff < 50*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+// State is a user's view of one conversation's seqs.
+type State struct {
+	ConversationID string
+	MaxSeq         int64
+	MinSeq         int64
+	ReadSeq        int64
+	UserMinSeq     int64
+}
+
+// Unread is the user's unread count, computed from the seqs.
+func (s State) Unread() int64 { return im.Unread(s.MaxSeq, s.ReadSeq, s.UserMinSeq) }
+
+// VisibleMin is the lowest seq the user may read.
+func (s State) VisibleMin() int64 {
+	lo := int64(1)
+	if s.MinSeq > lo {
+		lo = s.MinSeq
+	}
+	if s.UserMinSeq > lo {
+		lo = s.UserMinSeq
+	}
+	return lo
+}
+
+// States returns userID's state in each conversation (aligned with conversationIDs): one
+// Redis round trip, plus, for what Redis misses, one MongoDB query per collection and one
+// round trip to fill Redis. A Redis failure is logged and served from MongoDB.
+func (l *Ledger) States(ctx context.Context, userID string, conversationIDs []string) ([]State, error) {
+	out := make([]State, len(conversationIDs))
+	convs, users, err := l.cache.GetStates(ctx, userID, conversationIDs)
+	if err != nil {
+		l.opts.Logger.WarnContext(ctx, "reading seq state from MongoDB: cache failed", "err", err)
+		convs = make([]cache.ConversationState, len(conversationIDs))
+		users = make([]cache.UserState, len(conversationIDs))
+	}
+	var convMiss []string
+	var userMiss []chunkstore.UserSeqKey
+	for i, id := range conversationIDs {
+		out[i] = State{ConversationID: id, MaxSeq: convs[i].MaxSeq, MinSeq: convs[i].MinSeq,
+			ReadSeq: users[i].ReadSeq, UserMinSeq: users[i].UserMinSeq}
+		if !convs[i].Cached {
+			convMiss = append(convMiss, id)
+		}
+		if userID != "" && !users[i].Cached {
+			userMiss = append(userMiss, chunkstore.UserSeqKey{ConversationID: id, UserID: userID})
+		}
+	}
+	if len(convMiss) == 0 && len(userMiss) == 0 {
+		return out, nil
+	}
+	seqDocs, err := l.store.FindConversationSeqs(ctx, convMiss)
+	if err != nil {
+		return nil, err
+	}
+	userDocs, err := l.store.FindUserSeqs(ctx, userMiss)
+	if err != nil {
+		return nil, err
+	}
+	var convFill []cache.ConversationRaise
+	var userFill []cache.UserRaise
+	for i, id := range conversationIDs {
+		if !convs[i].Cached {
+			d := seqDocs[id]
+			out[i].MaxSeq, out[i].MinSeq = d.MaxSeq, d.MinSeq
+			convFill = append(convFill, cache.ConversationRaise{ConversationID: id, MaxSeq: &d.MaxSeq, MinSeq: &d.MinSeq})
+		}
+		if userID != "" && !users[i].Cached {
+			d := userDocs[chunkstore.UserSeqKey{ConversationID: id, UserID: userID}]
+			out[i].ReadSeq, out[i].UserMinSeq = d.ReadSeq, d.MinSeq
+			userFill = append(userFill, cache.UserRaise{UserID: userID, ConversationID: id, ReadSeq: &d.ReadSeq, UserMinSeq: &d.MinSeq})
+		}
+	}
+	if err := l.cache.RaiseStates(ctx, convFill, userFill); err != nil {
+		l.opts.Logger.WarnContext(ctx, "filling seq state cache failed", "err", err)
+	}
+	return out, nil
+}
+
+// RecordStored records what a write stored: the highest stored seq per conversation and the
+// senders' read seqs (a sender has read their own message). MongoDB first, then the cache; the
+// write is acknowledged only after this returns.
+func (l *Ledger) RecordStored(ctx context.Context, maxSeqs map[string]int64, senderReads map[chunkstore.UserSeqKey]int64) error {
+	if err := l.store.RaiseMaxSeqs(ctx, maxSeqs); err != nil {
+		return err
+	}
+	if err := l.store.RaiseReadSeqs(ctx, senderReads); err != nil {
+		return err
+	}
+	convs := make([]cache.ConversationRaise, 0, len(maxSeqs))
+	for conv, seq := range maxSeqs {
+		convs = append(convs, cache.ConversationRaise{ConversationID: conv, MaxSeq: &seq})
+	}
+	users := make([]cache.UserRaise, 0, len(senderReads))
+	for k, seq := range senderReads {
+		users = append(users, cache.UserRaise{UserID: k.UserID, ConversationID: k.ConversationID, ReadSeq: &seq})
+	}
+	l.raiseCache(ctx, convs, users)
+	return nil
+}
+
+// raiseCache pushes raised values to the cache. A failure is logged, not returned: MongoDB
+// already has the values, and a Redis that fails a write is down for reads too, which then
+// come from MongoDB.
+func (l *Ledger) raiseCache(ctx context.Context, convs []cache.ConversationRaise, users []cache.UserRaise) {
+	if err := l.cache.RaiseStates(ctx, convs, users); err != nil {
+		l.opts.Logger.WarnContext(ctx, "raising cached seq state failed", "err", err)
+	}
+}
+
+// MarkRead moves userID's read seq in a conversation up to readSeq, or to the max seq when
+// readSeq is nil. It is monotonic (a lower value changes nothing), idempotent, and clamped to
+// the max seq. It returns the state after the change and the seqs newly read (for single chats'
+// is_read flags).
+func (l *Ledger) MarkRead(ctx context.Context, userID, conversationID string, readSeq *int64) (State, error) {
+	st, err := l.States(ctx, userID, []string{conversationID})
+	if err != nil {
+		return State{}, err
+	}
+	s := st[0]
+	target := s.MaxSeq
+	if readSeq != nil {
+		if *readSeq < 0 {
+			return State{}, im.Errorf(im.EINVALID, "readSeq must not be negative")
+		}
+		if *readSeq < target {
+			target = *readSeq
+		}
+	}
+	if target <= s.ReadSeq {
+		return s, nil
+	}
+	key := chunkstore.UserSeqKey{ConversationID: conversationID, UserID: userID}
+	if err := l.store.RaiseReadSeqs(ctx, map[chunkstore.UserSeqKey]int64{key: target}); err != nil {
+		return State{}, err
+	}
+	l.raiseCache(ctx, nil, []cache.UserRaise{{UserID: userID, ConversationID: conversationID, ReadSeq: &target}})
+	s.ReadSeq = target
+	return s, nil
+}
