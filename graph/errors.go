@@ -1,0 +1,76 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/msggate/msggate/internal/im"
+)
+
+// GraphQL error codes, in extensions.code.
+const (
+	CodeUnauthenticated = "UNAUTHENTICATED"
+	CodeForbidden       = "FORBIDDEN"
+	CodeNotFound        = "NOT_FOUND"
+	CodeBadUserInput    = "BAD_USER_INPUT"
+	CodeLimitExceeded   = "LIMIT_EXCEEDED"
+	CodeUnavailable     = "UNAVAILABLE"
+	CodeInternal        = "INTERNAL"
+)
+
+var codeOf = map[string]string{
+	im.EINVALID:         CodeBadUserInput,
+	im.ENOTFOUND:        CodeNotFound,
+	im.EFORBIDDEN:       CodeForbidden,
+	im.EUNAUTHENTICATED: CodeUnauthenticated,
+	im.ELIMIT:           CodeLimitExceeded,
+	im.EUNAVAILABLE:     CodeUnavailable,
+	im.ECONFLICT:        CodeUnavailable,
+	im.EINTERNAL:        CodeInternal,
+}
+
+// errorPresenter gives every resolver error a code. Domain errors keep their message; anything
+// else is logged with its cause and answered with a generic INTERNAL error, so that no
+// internals (hosts, queries, stack traces) reach a client. Errors gqlgen raised itself
+// (parsing, validation) pass through with their own codes.
+func errorPresenter(logger *slog.Logger) graphql.ErrorPresenterFunc {
+	return func(ctx context.Context, err error) *gqlerror.Error {
+		gerr := graphql.DefaultErrorPresenter(ctx, err)
+		var domain *im.Error
+		if !errors.As(err, &domain) {
+			if _, own := err.(*gqlerror.Error); own && gerr.Extensions["code"] != nil {
+				return gerr
+			}
+			domain = &im.Error{Code: im.EINTERNAL, Message: "internal error", Cause: err}
+		}
+		code := codeOf[domain.Code]
+		if code == "" {
+			code = CodeInternal
+		}
+		msg := domain.Message
+		if code == CodeInternal || code == CodeUnavailable {
+			logger.ErrorContext(ctx, "request failed", "code", code, "path", gerr.Path.String(), "err", err)
+			if code == CodeInternal {
+				msg = "internal error"
+			}
+		}
+		gerr.Message = msg
+		if gerr.Extensions == nil {
+			gerr.Extensions = map[string]any{}
+		}
+		gerr.Extensions["code"] = code
+		return gerr
+	}
+}
+
+// recoverFunc turns a resolver panic into an INTERNAL error (logged by the presenter).
+func recoverFunc(logger *slog.Logger) graphql.RecoverFunc {
+	return func(ctx context.Context, p any) error {
+		logger.ErrorContext(ctx, "resolver panicked", "panic", p)
+		return im.Errorf(im.EINTERNAL, "internal error")
+	}
+}

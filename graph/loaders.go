@@ -1,0 +1,125 @@
+package graph
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/graph-gophers/dataloader/v7"
+
+	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/history"
+	"github.com/msggate/msggate/internal/im"
+	imsync "github.com/msggate/msggate/internal/sync"
+)
+
+// Loaders are one request's dataloaders. Every resolver that needs chunks, seq state or a
+// membership answer asks through them, so that all resolvers at one depth of the query share
+// one batch: one Redis round trip and at most one MongoDB query per kind of data, however many
+// conversations and seqs the request touches. They live for one request only, so their
+// memoised answers never go stale and one caller's context never leaks into another's batch.
+type Loaders struct {
+	chunks *dataloader.Loader[string, *im.Chunk]
+	states *dataloader.Loader[string, imsync.State]
+	access *dataloader.Loader[string, bool]
+}
+
+// LoaderOptions tunes the loaders. The zero value is usable.
+type LoaderOptions struct {
+	// Wait is how long a loader collects keys before running its batch: long enough for
+	// sibling resolvers, which gqlgen runs concurrently, to all reach it. Default 2ms.
+	Wait time.Duration
+	// MaxBatch bounds the keys of one batch (one $in query). Default 1000.
+	MaxBatch int
+}
+
+func (o LoaderOptions) withDefaults() LoaderOptions {
+	if o.Wait == 0 {
+		o.Wait = 2 * time.Millisecond
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = 1000
+	}
+	return o
+}
+
+// NewLoaders builds the loaders for one request of viewer.
+func NewLoaders(reader *history.Reader, ledger *imsync.Ledger, viewer string, o LoaderOptions) *Loaders {
+	o = o.withDefaults()
+	return &Loaders{
+		chunks: dataloader.NewBatchedLoader(batch(reader.LoadChunks),
+			dataloader.WithWait[string, *im.Chunk](o.Wait), dataloader.WithBatchCapacity[string, *im.Chunk](o.MaxBatch)),
+		states: dataloader.NewBatchedLoader(batch(func(ctx context.Context, ids []string) ([]imsync.State, error) {
+			return ledger.States(ctx, viewer, ids)
+		}), dataloader.WithWait[string, imsync.State](o.Wait), dataloader.WithBatchCapacity[string, imsync.State](o.MaxBatch)),
+		access: dataloader.NewBatchedLoader(batch(func(ctx context.Context, ids []string) ([]bool, error) {
+			convs := make([]im.Conversation, len(ids))
+			for i, id := range ids {
+				c, err := im.ParseConversationID(id)
+				if err != nil {
+					return nil, err
+				}
+				convs[i] = c
+			}
+			return ledger.Memberships(ctx, viewer, convs)
+		}), dataloader.WithWait[string, bool](o.Wait), dataloader.WithBatchCapacity[string, bool](o.MaxBatch)),
+	}
+}
+
+// batch adapts an aligned batch function to the dataloader's result shape: one error fails
+// every key of the batch, as a store failure must never read as "no data".
+func batch[V any](fn func(context.Context, []string) ([]V, error)) dataloader.BatchFunc[string, V] {
+	return func(ctx context.Context, keys []string) []*dataloader.Result[V] {
+		out := make([]*dataloader.Result[V], len(keys))
+		vals, err := fn(ctx, keys)
+		if err == nil && len(vals) != len(keys) {
+			err = im.Errorf(im.EINTERNAL, "batch answered %d of %d keys", len(vals), len(keys))
+		}
+		for i := range keys {
+			if err != nil {
+				out[i] = &dataloader.Result[V]{Error: err}
+			} else {
+				out[i] = &dataloader.Result[V]{Data: vals[i]}
+			}
+		}
+		return out
+	}
+}
+
+type loadersKey struct{}
+
+func loadersFrom(ctx context.Context) *Loaders {
+	l, _ := ctx.Value(loadersKey{}).(*Loaders)
+	return l
+}
+
+// withLoaders is the HTTP middleware that authenticates the request and gives it fresh
+// loaders. A request without a valid token still runs (introspection needs no user), but every
+// resolver that needs a viewer answers UNAUTHENTICATED.
+func withLoaders(r *Resolver, secret []byte, o LoaderOptions, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		ctx := req.Context()
+		var viewer auth.Viewer
+		var err error
+		if h := req.Header.Get("Authorization"); h != "" {
+			token, ok := bearer(h)
+			if !ok {
+				err = im.Errorf(im.EUNAUTHENTICATED, "the Authorization header must be \"Bearer <token>\"")
+			} else {
+				viewer, err = auth.Verify(secret, token)
+			}
+			ctx = auth.WithViewer(ctx, viewer, err)
+		}
+		ctx = context.WithValue(ctx, loadersKey{}, NewLoaders(r.Reader, r.Ledger, viewer.UserID, o))
+		next.ServeHTTP(w, req.WithContext(ctx))
+	})
+}
+
+func bearer(h string) (string, bool) {
+	const p = "Bearer "
+	if len(h) <= len(p) || !strings.EqualFold(h[:len(p)], p) {
+		return "", false
+	}
+	return h[len(p):], true
+}

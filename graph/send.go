@@ -1,0 +1,105 @@
+package graph
+
+import (
+	"context"
+
+	"github.com/msggate/msggate/graph/model"
+	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/im"
+)
+
+// messageFromInput builds the message the viewer sends. Options map to OpenIM's option keys;
+// an omitted option keeps its default (true), so an input without options is a stored chat
+// message.
+func messageFromInput(viewer auth.Viewer, in model.SendMessageInput) (*im.Message, error) {
+	m := &im.Message{
+		SendID:       viewer.UserID,
+		ContentType:  int32(in.ContentType),
+		Content:      in.Content,
+		AtUserIDList: in.AtUserIDs,
+		MsgFrom:      100, // OpenIM's "user" origin
+	}
+	if in.ContentType < 0 || in.ContentType > 1<<30 {
+		return nil, im.Errorf(im.EINVALID, "contentType %d is out of range", in.ContentType)
+	}
+	if (in.RecvID == nil) == (in.GroupID == nil) {
+		return nil, im.Errorf(im.EINVALID, "exactly one of recvID and groupID must be given")
+	}
+	if in.RecvID != nil {
+		m.RecvID = *in.RecvID
+	}
+	if in.GroupID != nil {
+		m.GroupID = *in.GroupID
+	}
+	if in.ClientMsgID != nil {
+		if *in.ClientMsgID == "" {
+			return nil, im.Errorf(im.EINVALID, "clientMsgID must not be empty when given")
+		}
+		m.ClientMsgID = *in.ClientMsgID
+	}
+	if in.Ex != nil {
+		m.Ex = *in.Ex
+	}
+	if o := in.Options; o != nil {
+		m.Options = map[string]bool{}
+		for key, v := range map[string]*bool{
+			im.OptionHistory: o.IsHistory, im.OptionNotNotification: o.IsNotNotification, im.OptionSendMsg: o.IsSendMsg,
+		} {
+			if v != nil {
+				m.Options[key] = *v
+			}
+		}
+	}
+	return m, nil
+}
+
+// sendMessage answers Mutation.sendMessage. Chat messages need membership of the target
+// conversation (single chats are open to any two users); notifications are system messages
+// and need an admin token.
+func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (*model.Message, error) {
+	viewer, err := auth.ViewerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := messageFromInput(viewer, in)
+	if err != nil {
+		return nil, err
+	}
+	if err := im.ValidateForSend(m); err != nil {
+		return nil, err
+	}
+	if !im.IsNotNotification(m) && !viewer.Admin {
+		return nil, im.Errorf(im.EFORBIDDEN, "only an admin may send notifications")
+	}
+	conv, err := im.ChatConversationID(m)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := authorize(ctx, conv); err != nil {
+		return nil, err
+	}
+	results, err := r.Ingester.Ingest(ctx, []*im.Message{m})
+	if err != nil {
+		return nil, err
+	}
+	p := results[0].Placements[0]
+	return messageOf(im.MessageView{ConversationID: p.ConversationID, Seq: p.Seq, Status: im.StatusOK, Message: p.Message}), nil
+}
+
+// markConversationRead answers Mutation.markConversationRead and primes the request's state
+// loader, so the returned conversation shows the new read seq and unread count.
+func (r *Resolver) markConversationRead(ctx context.Context, conversationID string, readSeq *int64) (*model.Conversation, error) {
+	if readSeq != nil && *readSeq < 0 {
+		return nil, im.Errorf(im.EINVALID, "readSeq must not be negative")
+	}
+	viewer, conv, err := authorize(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	st, err := r.Ingester.MarkRead(ctx, r.Reader.LoadChunks, viewer.UserID, conv, readSeq)
+	if err != nil {
+		return nil, err
+	}
+	loadersFrom(ctx).states.Clear(ctx, conv.ID).Prime(ctx, conv.ID, st)
+	return &model.Conversation{ID: conv.ID}, nil
+}
