@@ -56,4 +56,3 @@ func NewHandler(r *Resolver, o HandlerOptions) http.Handler {
 	})
 	return withLoaders(r, o.JWTSecret, o.Loaders, limited)
 }
-

@@ -22,9 +22,24 @@ const (
 type Error struct {
 	Code    string
 	Message string
+	// Cause is the underlying error, kept for logs; it is never shown to a client.
+	Cause error
 }
 
-func (e *Error) Error() string { return e.Message }
+func (e *Error) Error() string {
+	if e.Cause != nil {
+		return e.Message + ": " + e.Cause.Error()
+	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Cause }
+
+// Unavailable wraps a store failure that a retry may cure (network, timeout). The message names
+// the store; the cause stays in logs.
+func Unavailable(store string, cause error) *Error {
+	return &Error{Code: EUNAVAILABLE, Message: store + " is unavailable", Cause: cause}
+}
 
 // Errorf builds an *Error with a formatted, client-safe message.
 func Errorf(code, format string, args ...any) *Error {

@@ -110,7 +110,7 @@ func (s *Slot) DeletedFor(userID string) bool {
 }
 
 // SameMessage reports whether two messages are the same send: a retry of one message carries
-// the same client and server message IDs.
+// the same sender and client message ID (the server message ID differs per attempt).
 func SameMessage(a, b *Message) bool {
-	return a != nil && b != nil && a.ClientMsgID == b.ClientMsgID && a.ServerMsgID == b.ServerMsgID
+	return a != nil && b != nil && a.SendID == b.SendID && a.ClientMsgID == b.ClientMsgID
 }

@@ -95,3 +95,43 @@ func FuzzSeqAddressing(f *testing.F) {
 		}
 	})
 }
+
+func TestHistoryPage(t *testing.T) {
+	for _, tc := range []struct {
+		min, max, before, after int64
+		limit                   int
+		from, to                int64
+	}{
+		{1, 250, 0, 0, 50, 201, 250},   // newest page
+		{1, 250, 201, 0, 50, 151, 200}, // older page
+		{1, 250, 0, 200, 50, 201, 250}, // forward from 200
+		{1, 250, 0, 10, 5, 11, 15},     // forward, limited
+		{101, 250, 120, 0, 50, 101, 119},
+		{1, 0, 0, 0, 50, 1, 0}, // empty conversation
+		{1, 10, 0, 10, 50, 11, 10},
+	} {
+		from, to := im.HistoryPage(tc.min, tc.max, tc.before, tc.after, tc.limit)
+		if from != tc.from || to != tc.to {
+			t.Errorf("HistoryPage(%+v) = %d..%d, want %d..%d", tc, from, to, tc.from, tc.to)
+		}
+	}
+}
+
+func TestViewSlot(t *testing.T) {
+	m := &im.Message{SendID: "a", Content: "secret", Seq: 7}
+	if v := im.ViewSlot("c", 7, &im.Slot{Msg: m}, "b"); v.Status != im.StatusOK || v.Message.Content != "secret" {
+		t.Errorf("plain: %+v", v)
+	}
+	if v := im.ViewSlot("c", 7, &im.Slot{Msg: m, DelList: []string{"b"}}, "b"); v.Status != im.StatusDeleted || v.Message.Content != "" {
+		t.Errorf("deleted for b: %+v", v)
+	}
+	if v := im.ViewSlot("c", 7, &im.Slot{Msg: m, DelList: []string{"b"}}, "a"); v.Status != im.StatusOK {
+		t.Errorf("deleted for b, seen by a: %+v", v)
+	}
+	if v := im.ViewSlot("c", 7, &im.Slot{Msg: m, Revoke: &im.Revoke{UserID: "a"}}, "b"); v.Status != im.StatusRevoked || v.Message.Content != "" || v.Revoke.UserID != "a" {
+		t.Errorf("revoked: %+v", v)
+	}
+	if v := im.ViewSlot("c", 8, &im.Slot{}, "b"); v.Status != im.StatusMissing || v.Seq != 8 {
+		t.Errorf("empty: %+v", v)
+	}
+}
