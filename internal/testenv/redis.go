@@ -3,6 +3,7 @@ package testenv
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // RedisServer is a redis-server process owned by a single test.
@@ -222,4 +225,14 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// FlushAll empties the server, as an operator's FLUSHALL or a restart without persistence
+// would.
+func (s *RedisServer) FlushAll() error {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return c.FlushAll(ctx).Err()
 }

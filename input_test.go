@@ -1,0 +1,57 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/msggate/msggate/internal/auth"
+)
+
+// Ensure bad input gets a clear error with a code and changes nothing.
+func TestBadInputIsRefused(t *testing.T) {
+	g := startGateway(t)
+	alice := g.token("alice")
+	g.sendGQL(alice, map[string]any{"recvID": "bob", "contentType": 101, "content": "x"})
+
+	many := make([]int64, 1001)
+	for i := range many {
+		many[i] = int64(i + 1)
+	}
+	forged, _ := auth.Issue([]byte("some-other-secret-0123456789abcdef"), "alice", false, time.Hour, time.Now())
+	expired, _ := auth.Issue(g.m.Secret, "alice", false, time.Hour, time.Now().Add(-2*time.Hour))
+	send := func(in map[string]any) map[string]any { return map[string]any{"in": in} }
+	for _, tc := range []struct {
+		name, token, query string
+		vars               map[string]any
+		code               string
+	}{
+		{"malformed conversation ID", alice, convQuery, map[string]any{"id": "si_bob_alice"}, "BAD_USER_INPUT"},
+		{"unknown conversation kind", alice, convQuery, map[string]any{"id": "zz_1"}, "BAD_USER_INPUT"},
+		{"unknown group", alice, convQuery, map[string]any{"id": "sg_nosuchgroup"}, "FORBIDDEN"},
+		{"not a member", alice, convQuery, map[string]any{"id": "si_bob_carol"}, "FORBIDDEN"},
+		{"seq 0", alice, messagesQuery, map[string]any{"c": "si_alice_bob", "s": []int64{0}}, "BAD_USER_INPUT"},
+		{"negative seq", alice, messagesQuery, map[string]any{"c": "si_alice_bob", "s": []int64{-3}}, "BAD_USER_INPUT"},
+		{"1001 seqs", alice, messagesQuery, map[string]any{"c": "si_alice_bob", "s": many}, "LIMIT_EXCEEDED"},
+		{"history limit 201", alice, `{ conversation(id: "si_alice_bob") { history(limit: 201) { messages { seq } } } }`, nil, "LIMIT_EXCEEDED"},
+		{"history limit 0", alice, `{ conversation(id: "si_alice_bob") { history(limit: 0) { messages { seq } } } }`, nil, "BAD_USER_INPUT"},
+		{"content over 64 KiB", alice, sendMutation, send(map[string]any{"recvID": "bob", "contentType": 101, "content": strings.Repeat("a", 64<<10+1)}), "LIMIT_EXCEEDED"},
+		{"both receivers", alice, sendMutation, send(map[string]any{"recvID": "bob", "groupID": "g", "contentType": 101, "content": "x"}), "BAD_USER_INPUT"},
+		{"message to self", alice, sendMutation, send(map[string]any{"recvID": "alice", "contentType": 101, "content": "x"}), "BAD_USER_INPUT"},
+		{"bad receiver ID", alice, sendMutation, send(map[string]any{"recvID": "bo_b", "contentType": 101, "content": "x"}), "BAD_USER_INPUT"},
+		{"notification by a user", alice, sendMutation, send(map[string]any{"recvID": "bob", "contentType": 1400, "content": "x", "options": map[string]any{"isNotNotification": false}}), "FORBIDDEN"},
+		{"missing token", "", convQuery, map[string]any{"id": "si_alice_bob"}, "UNAUTHENTICATED"},
+		{"forged token", forged, convQuery, map[string]any{"id": "si_alice_bob"}, "UNAUTHENTICATED"},
+		{"expired token", expired, convQuery, map[string]any{"id": "si_alice_bob"}, "UNAUTHENTICATED"},
+		{"garbage token", "not-a-jwt", sendMutation, send(map[string]any{"recvID": "bob", "contentType": 101, "content": "x"}), "UNAUTHENTICATED"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if code := g.errorCode(tc.token, tc.query, tc.vars); code != tc.code {
+				t.Errorf("code %q, want %q", code, tc.code)
+			}
+		})
+	}
+	if c := g.conversation(alice, "si_alice_bob"); c.MaxSeq != 1 {
+		t.Errorf("refused requests stored something: maxSeq %d, want 1", c.MaxSeq)
+	}
+}

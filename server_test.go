@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/event"
+
+	"github.com/msggate/msggate/graph"
+	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/testenv"
+)
+
+// gateway is a msggate started through Main, as `go run .` starts it, on a real redis-server
+// and FerretDB, served over real HTTP.
+type gateway struct {
+	t      testing.TB
+	m      *Main
+	url    string
+	redis  *testenv.RedisServer
+	mongo  *mongoCounter
+	rcount *redisCounter
+}
+
+func startGateway(t testing.TB) *gateway {
+	t.Helper()
+	rs := testenv.Redis(t)
+	mdb := testenv.Mongo(t)
+	g := &gateway{t: t, redis: rs, mongo: &mongoCounter{}, rcount: &redisCounter{}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m, err := Open(ctx, Config{
+		MongoURI:      mdb.URI(),
+		MongoDatabase: mdb.Database(),
+		RedisURL:      rs.URL(),
+		JWTSecret:     "test-secret-0123456789abcdef0123456789",
+		Introspection: true,
+		MongoMonitor:  g.mongo.monitor(),
+		RedisHook:     g.rcount,
+		// Generous: under -race on a busy 2-core machine sibling resolvers take a while to
+		// reach their loader, and a split batch would show as an extra round trip.
+		Loaders: graph.LoaderOptions{Wait: 20 * time.Millisecond},
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(m.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		_ = m.Close()
+	})
+	g.m, g.url = m, srv.URL
+	return g
+}
+
+func (g *gateway) token(user string) string {
+	g.t.Helper()
+	tok, err := auth.Issue(g.m.Secret, user, false, time.Hour, time.Now())
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return tok
+}
+
+type gqlError struct {
+	Message    string         `json:"message"`
+	Extensions map[string]any `json:"extensions"`
+}
+
+type gqlResponse struct {
+	Data   json.RawMessage `json:"data"`
+	Errors []gqlError      `json:"errors"`
+}
+
+// post sends one GraphQL request over HTTP with the given bearer token ("" for none).
+func (g *gateway) post(token, query string, vars map[string]any) gqlResponse {
+	g.t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, _ := http.NewRequest(http.MethodPost, g.url+"/query", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out gqlResponse
+	raw, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		g.t.Fatalf("response %d is not JSON: %s", resp.StatusCode, raw)
+	}
+	return out
+}
+
+// query sends a request that must succeed and decodes its data into out.
+func (g *gateway) query(token, query string, vars map[string]any, out any) {
+	g.t.Helper()
+	r := g.post(token, query, vars)
+	if len(r.Errors) > 0 {
+		g.t.Fatalf("unexpected errors: %+v", r.Errors)
+	}
+	if err := json.Unmarshal(r.Data, out); err != nil {
+		g.t.Fatalf("decode %s: %v", r.Data, err)
+	}
+}
+
+// errorCode sends a request that must fail and returns its first error's code.
+func (g *gateway) errorCode(token, query string, vars map[string]any) string {
+	g.t.Helper()
+	r := g.post(token, query, vars)
+	if len(r.Errors) == 0 {
+		g.t.Fatalf("expected an error, got data %s", r.Data)
+	}
+	code, _ := r.Errors[0].Extensions["code"].(string)
+	return code
+}
+
+// send ingests n chat messages from sender to recvID through the Go ingest path, in one batch.
+func (g *gateway) send(sender, recvID, groupID string, n int) {
+	g.t.Helper()
+	msgs := make([]*im.Message, n)
+	for i := range msgs {
+		msgs[i] = &im.Message{SendID: sender, RecvID: recvID, GroupID: groupID, ContentType: 101, Content: fmt.Sprintf("m%d", i+1)}
+	}
+	if _, err := g.m.Ingest.Ingest(context.Background(), msgs); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+// mongoCounter counts MongoDB commands by "name collection", e.g. "find msg".
+type mongoCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (c *mongoCounter) monitor() *event.CommandMonitor {
+	return &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
+		coll, _ := e.Command.Lookup(e.CommandName).StringValueOK()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.counts == nil {
+			c.counts = map[string]int{}
+		}
+		c.counts[e.CommandName+" "+coll]++
+	}}
+}
+
+func (c *mongoCounter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counts = map[string]int{}
+}
+
+func (c *mongoCounter) get(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[key]
+}
+
+// redisCounter counts Redis round trips (a command or a pipeline), and separately those that
+// read chunks.
+type redisCounter struct {
+	mu         sync.Mutex
+	roundTrips int
+	chunkReads int
+}
+
+func (c *redisCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *redisCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.count([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+func (c *redisCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.count(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+func (c *redisCounter) count(cmds []redis.Cmder) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.roundTrips++
+	for _, cmd := range cmds {
+		args := cmd.Args()
+		if cmd.Name() == "hmget" && len(args) > 1 && strings.Contains(fmt.Sprint(args[1]), ":chunk:") {
+			c.chunkReads++
+			return
+		}
+	}
+}
+
+func (c *redisCounter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.roundTrips, c.chunkReads = 0, 0
+}
+
+func (c *redisCounter) get() (roundTrips, chunkReads int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.roundTrips, c.chunkReads
+}
+
+// freeAddr returns a loopback address nobody listens on.
+func freeAddr(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
