@@ -36,11 +36,13 @@ func (s *Store) ReserveSeqBlock(ctx context.Context, conversationID string, n in
 
 func (s *Store) updateSeqDoc(ctx context.Context, conversationID, op string, v int64) (ConversationSeqs, error) {
 	var doc ConversationSeqs
+	unlock := s.lockDocs(CollectionSeqs, conversationID)
 	err := s.seqs.FindOneAndUpdate(ctx,
 		bson.D{{Key: "conversation_id", Value: conversationID}},
 		bson.D{{Key: op, Value: bson.D{{Key: "reserved_seq", Value: v}}}},
 		options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After),
 	).Decode(&doc)
+	unlock()
 	if mongo.IsDuplicateKeyError(err) { // lost an upsert race: the document exists now
 		return s.updateSeqDoc(ctx, conversationID, op, v)
 	}
@@ -66,12 +68,15 @@ func (s *Store) raise(ctx context.Context, op string, values map[string]int64, f
 		return nil
 	}
 	models := make([]mongo.WriteModel, 0, len(values))
+	convs := make([]string, 0, len(values))
 	for conv, v := range values {
+		convs = append(convs, conv)
 		models = append(models, mongo.NewUpdateOneModel().
 			SetFilter(bson.D{{Key: "conversation_id", Value: conv}}).
 			SetUpdate(bson.D{{Key: "$max", Value: bson.D{{Key: field, Value: v}}}}).
 			SetUpsert(true))
 	}
+	defer s.lockDocs(CollectionSeqs, convs...)()
 	return bulkUpsert(ctx, s.seqs, op, models)
 }
 

@@ -24,7 +24,9 @@ func (s *Store) updateSlots(ctx context.Context, op, conversationID string, seqs
 	for _, g := range im.GroupSeqsByDocID(conversationID, seqs) {
 		extra, update := build(g.Seqs)
 		filter := append(bson.D{{Key: "doc_id", Value: g.DocID}}, extra...)
+		unlock := s.lockDocs(CollectionChunks, g.DocID)
 		res, err := s.chunks.UpdateOne(ctx, filter, update)
+		unlock()
 		if err != nil {
 			return modified, storeError(op, err)
 		}
