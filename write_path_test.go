@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/im"
 )
 
 const sendMutation = `mutation($in: SendMessageInput!) { sendMessage(input: $in) { conversationID seq status content } }`
@@ -160,5 +163,51 @@ func TestGroupMembership(t *testing.T) {
 	}
 	if c := g.conversation(g.token("alice"), "sg_team"); c.MaxSeq != 1 {
 		t.Errorf("a refused send must store nothing: maxSeq %d", c.MaxSeq)
+	}
+}
+
+// Ensure concurrent senders into one conversation get distinct, gap-free seqs and every
+// message is stored exactly once.
+func TestConcurrentSendersGetDistinctSeqs(t *testing.T) {
+	g := startGateway(t)
+	const senders, each = 8, 6
+	var wg sync.WaitGroup
+	errs := make(chan error, senders)
+	for w := 0; w < senders; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				m := &im.Message{SendID: "alice", RecvID: "bob", ClientMsgID: fmt.Sprintf("w%d-%d", w, i), ContentType: 101, Content: fmt.Sprintf("w%d-%d", w, i)}
+				if _, err := g.m.Ingest.Ingest(context.Background(), []*im.Message{m}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for s := int64(1); s <= senders*each; s++ {
+		seqs = append(seqs, s)
+	}
+	var out struct{ Messages []msgJSON }
+	g.query(g.token("bob"), messagesQuery, map[string]any{"c": "si_alice_bob", "s": seqs}, &out)
+	seen := map[string]bool{}
+	for _, m := range out.Messages {
+		if m.Status != "OK" || m.Content == nil || seen[*m.Content] {
+			t.Fatalf("seq %d: %+v (duplicate or missing)", m.Seq, m)
+		}
+		seen[*m.Content] = true
+	}
+	if len(seen) != senders*each {
+		t.Fatalf("%d distinct messages stored, want %d", len(seen), senders*each)
+	}
+	if c := g.conversation(g.token("bob"), "si_alice_bob"); c.MaxSeq != senders*each || c.UnreadCount != senders*each {
+		t.Errorf("conversation: %+v", c)
 	}
 }
