@@ -55,14 +55,18 @@ func (c *Cache) GetStates(ctx context.Context, userID string, conversationIDs []
 		}
 		maxSeq, ok1 := parseInt(vals[0])
 		minSeq, ok2 := parseInt(vals[1])
-		convs[i] = ConversationState{MaxSeq: maxSeq, MinSeq: minSeq, Cached: ok1 && ok2}
+		if ok1 && ok2 {
+			convs[i] = ConversationState{MaxSeq: maxSeq, MinSeq: minSeq, Cached: true}
+		}
 	}
 	if userCmd != nil {
 		if vals, err := userCmd.Result(); err == nil {
 			for i := range conversationIDs {
 				read, ok1 := parseInt(vals[2*i])
 				minSeq, ok2 := parseInt(vals[2*i+1])
-				users[i] = UserState{ReadSeq: read, UserMinSeq: minSeq, Cached: ok1 && ok2}
+				if ok1 && ok2 {
+					users[i] = UserState{ReadSeq: read, UserMinSeq: minSeq, Cached: true}
+				}
 			}
 		}
 	}

@@ -626,33 +626,77 @@ func TestSeqDocuments(t *testing.T) {
 		}
 	})
 
-	t.Run("concurrent raise on a new conversation", func(t *testing.T) {
+	// FerretDB applies $max by reading and rewriting the document, so concurrent raises of
+	// one document are where a lost update would show.
+	t.Run("concurrent raises", func(t *testing.T) {
 		const c = "sg_race"
+		k := chunkstore.UserSeqKey{ConversationID: c, UserID: "u1"}
+		for round := int64(0); round < 5; round++ { // round 0 creates the documents
+			var wg sync.WaitGroup
+			errs := make([]error, 8)
+			for w := int64(0); w < 8; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					v := 100*round + 10 + w
+					if errs[w] = e.store.RaiseMaxSeqs(e.ctx, map[string]int64{c: v}); errs[w] == nil {
+						errs[w] = e.store.RaiseReadSeqs(e.ctx, map[chunkstore.UserSeqKey]int64{k: v})
+					}
+				}()
+			}
+			wg.Wait()
+			for w, err := range errs {
+				if err != nil {
+					t.Fatalf("round %d writer %d: %v", round, w, err)
+				}
+			}
+			want := 100*round + 17
+			got, err := e.store.FindConversationSeqs(e.ctx, []string{c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[c].MaxSeq != want {
+				t.Fatalf("round %d: max seq = %d, want %d", round, got[c].MaxSeq, want)
+			}
+			users, err := e.store.FindUserSeqs(e.ctx, []chunkstore.UserSeqKey{k})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if users[k].ReadSeq != want {
+				t.Fatalf("round %d: read seq = %d, want %d", round, users[k].ReadSeq, want)
+			}
+		}
+		for _, col := range []string{chunkstore.CollectionSeqs, chunkstore.CollectionUserSeqs} {
+			n, err := e.db.Collection(col).CountDocuments(e.ctx, bson.D{{Key: "conversation_id", Value: c}})
+			if err != nil || n != 1 {
+				t.Fatalf("%d documents in %s (%v), want 1", n, col, err)
+			}
+		}
+	})
+
+	t.Run("concurrent reservations hand out distinct blocks", func(t *testing.T) {
+		const c = "sg_reserve_race"
 		var wg sync.WaitGroup
+		ends := make([]int64, 8)
 		errs := make([]error, 8)
-		for w := 0; w < 8; w++ {
+		for w := range ends {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[w] = e.store.RaiseMaxSeqs(e.ctx, map[string]int64{c: int64(10 * (w + 1))})
+				doc, err := e.store.ReserveSeqBlock(e.ctx, c, 100)
+				ends[w], errs[w] = doc.ReservedSeq, err
 			}()
 		}
 		wg.Wait()
-		for w, err := range errs {
-			if err != nil {
-				t.Fatalf("writer %d: %v", w, err)
+		seen := map[int64]bool{}
+		for w, end := range ends {
+			if errs[w] != nil {
+				t.Fatalf("writer %d: %v", w, errs[w])
 			}
-		}
-		got, err := e.store.FindConversationSeqs(e.ctx, []string{c})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got[c].MaxSeq != 80 {
-			t.Fatalf("max seq = %d, want 80", got[c].MaxSeq)
-		}
-		n, err := e.db.Collection(chunkstore.CollectionSeqs).CountDocuments(e.ctx, bson.D{{Key: "conversation_id", Value: c}})
-		if err != nil || n != 1 {
-			t.Fatalf("%d seq documents (%v), want 1", n, err)
+			if end%100 != 0 || end < 100 || end > 800 || seen[end] {
+				t.Fatalf("block ends %v: want each of 100..800 once", ends)
+			}
+			seen[end] = true
 		}
 	})
 }

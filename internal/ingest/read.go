@@ -18,15 +18,11 @@ type ChunkLoader func(ctx context.Context, docIDs []string) ([]*im.Chunk, error)
 // MarkRead moves userID's read seq (see imsync.Ledger.MarkRead) and, in a single chat, sets
 // is_read on the newly read messages the peer sent, so the peer sees them as read.
 func (in *Ingester) MarkRead(ctx context.Context, load ChunkLoader, userID string, conv im.Conversation, readSeq *int64) (imsync.State, error) {
-	before, err := in.ledger.States(ctx, userID, []string{conv.ID})
-	if err != nil {
-		return imsync.State{}, err
-	}
-	after, err := in.ledger.MarkRead(ctx, userID, conv.ID, readSeq)
-	if err != nil || conv.Kind != im.SingleChat || after.ReadSeq <= before[0].ReadSeq {
+	after, prev, err := in.ledger.MarkRead(ctx, userID, conv.ID, readSeq)
+	if err != nil || conv.Kind != im.SingleChat || after.ReadSeq <= prev {
 		return after, err
 	}
-	from := before[0].ReadSeq + 1
+	from := prev + 1
 	if after.ReadSeq-from+1 > maxReadFlags {
 		from = after.ReadSeq - maxReadFlags + 1
 	}

@@ -200,31 +200,32 @@ func (l *Ledger) raiseCache(ctx context.Context, convs []cache.ConversationRaise
 
 // MarkRead moves userID's read seq in a conversation up to readSeq, or to the max seq when
 // readSeq is nil. It is monotonic (a lower value changes nothing), idempotent, and clamped to
-// the max seq. It returns the state after the change and the seqs newly read (for single chats'
-// is_read flags).
-func (l *Ledger) MarkRead(ctx context.Context, userID, conversationID string, readSeq *int64) (State, error) {
+// the max seq. It returns the state after the change and the read seq before it, so the caller
+// knows which seqs were newly read.
+func (l *Ledger) MarkRead(ctx context.Context, userID, conversationID string, readSeq *int64) (after State, prevReadSeq int64, err error) {
 	st, err := l.States(ctx, userID, []string{conversationID})
 	if err != nil {
-		return State{}, err
+		return State{}, 0, err
 	}
 	s := st[0]
+	prev := s.ReadSeq
 	target := s.MaxSeq
 	if readSeq != nil {
 		if *readSeq < 0 {
-			return State{}, im.Errorf(im.EINVALID, "readSeq must not be negative")
+			return State{}, 0, im.Errorf(im.EINVALID, "readSeq must not be negative")
 		}
 		if *readSeq < target {
 			target = *readSeq
 		}
 	}
 	if target <= s.ReadSeq {
-		return s, nil
+		return s, prev, nil
 	}
 	key := chunkstore.UserSeqKey{ConversationID: conversationID, UserID: userID}
 	if err := l.store.RaiseReadSeqs(ctx, map[chunkstore.UserSeqKey]int64{key: target}); err != nil {
-		return State{}, err
+		return State{}, 0, err
 	}
 	l.raiseCache(ctx, nil, []cache.UserRaise{{UserID: userID, ConversationID: conversationID, ReadSeq: &target}})
 	s.ReadSeq = target
-	return s, nil
+	return s, prev, nil
 }

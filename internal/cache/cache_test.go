@@ -1,0 +1,367 @@
+package cache_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/testenv"
+)
+
+// roundTrips counts the commands and pipelines a client sends for the code under test: each is
+// one round trip. The handshake go-redis runs on every new connection (HELLO, CLIENT ...) goes
+// through the hooks too and is not counted.
+type roundTrips struct{ n atomic.Int64 }
+
+func handshake(cmd redis.Cmder) bool {
+	switch cmd.Name() {
+	case "hello", "client":
+		return true
+	}
+	return false
+}
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !handshake(cmd) {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if !handshake(cmd) {
+				h.n.Add(1)
+				break
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// take returns the round trips since the last take.
+func (h *roundTrips) take() int64 { return h.n.Swap(0) }
+
+type env struct {
+	ctx   context.Context
+	srv   *testenv.RedisServer
+	rdb   *redis.Client
+	cache *cache.Cache
+	trips *roundTrips
+}
+
+// open starts a redis-server and a Cache over it. The client is connected and the round-trip
+// counter is at zero.
+func open(t *testing.T) *env {
+	t.Helper()
+	srv := testenv.Redis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	trips := &roundTrips{}
+	rdb.AddHook(trips)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	trips.take()
+	return &env{ctx: ctx, srv: srv, rdb: rdb, cache: cache.New(rdb, cache.Options{Prefix: "t:"}), trips: trips}
+}
+
+// roundTrips fails unless exactly want round trips happened since the last check.
+func (e *env) roundTrips(t *testing.T, what string, want int64) {
+	t.Helper()
+	if got := e.trips.take(); got != want {
+		t.Fatalf("%s: %d round trips, want %d", what, got, want)
+	}
+}
+
+func testChunk(docID string, seqs ...int64) *im.Chunk {
+	c := im.NewChunk(docID)
+	for _, seq := range seqs {
+		c.Slot(seq).Msg = &im.Message{SendID: "alice", RecvID: "bob", ClientMsgID: "c" + docID, Content: "hello", Seq: seq, SendTime: 1700000000000 + seq}
+	}
+	return c
+}
+
+func (e *env) get(t *testing.T, docIDs ...string) []cache.ChunkEntry {
+	t.Helper()
+	got, err := e.cache.GetChunks(e.ctx, docIDs)
+	if err != nil {
+		t.Fatalf("GetChunks: %v", err)
+	}
+	if len(got) != len(docIDs) {
+		t.Fatalf("GetChunks returned %d entries for %d ids", len(got), len(docIDs))
+	}
+	return got
+}
+
+// Ensure a miss, a fill and a hit, each in one round trip, give back the chunk as filled.
+func TestChunkMissFillHit(t *testing.T) {
+	t.Parallel()
+	e := open(t)
+	const d0, d1 = "si_alice_bob:0", "si_alice_bob:1"
+	c0, c1 := testChunk(d0, 1, 2, 100), testChunk(d1, 101)
+	c0.Slot(2).Revoke = &im.Revoke{UserID: "alice", Role: 20, Time: 5}
+	c0.Slot(2).DelList = []string{"bob"}
+	c0.Slot(100).IsRead = true
+
+	miss := e.get(t, d0, d1)
+	e.roundTrips(t, "GetChunks miss", 1)
+	for i, m := range miss {
+		if m.Chunk != nil || m.Version != "" {
+			t.Fatalf("entry %d on an empty cache = %+v, want a miss with no version", i, m)
+		}
+	}
+	if err := e.cache.FillChunks(e.ctx, []cache.ChunkFill{{Chunk: c0, Version: miss[0].Version}, {Chunk: c1, Version: miss[1].Version}}); err != nil {
+		t.Fatal(err)
+	}
+	e.roundTrips(t, "FillChunks", 1)
+
+	hit := e.get(t, d1, "si_alice_bob:7", d0)
+	e.roundTrips(t, "GetChunks hit", 1)
+	if hit[1].Chunk != nil {
+		t.Fatalf("never filled chunk came back: %+v", hit[1].Chunk)
+	}
+	for _, tc := range []struct {
+		got, want *im.Chunk
+	}{{hit[2].Chunk, c0}, {hit[0].Chunk, c1}} {
+		if tc.got == nil {
+			t.Fatalf("chunk %s: miss after fill", tc.want.DocID)
+		}
+		if tc.got.DocID != tc.want.DocID || len(tc.got.Slots) != im.ChunkSize {
+			t.Fatalf("chunk %s: got %s with %d slots", tc.want.DocID, tc.got.DocID, len(tc.got.Slots))
+		}
+		for i := range tc.want.Slots {
+			g, w := tc.got.Slots[i], tc.want.Slots[i]
+			if (g.Msg == nil) != (w.Msg == nil) || g.IsRead != w.IsRead || len(g.DelList) != len(w.DelList) || (g.Revoke == nil) != (w.Revoke == nil) {
+				t.Fatalf("chunk %s slot %d = %+v, want %+v", tc.want.DocID, i, g, w)
+			}
+			if w.Msg != nil && (g.Msg.Content != w.Msg.Content || g.Msg.Seq != w.Msg.Seq || g.Msg.SendTime != w.Msg.SendTime || g.Msg.ClientMsgID != w.Msg.ClientMsgID) {
+				t.Fatalf("chunk %s slot %d message = %+v, want %+v", tc.want.DocID, i, *g.Msg, *w.Msg)
+			}
+		}
+	}
+	s := hit[2].Chunk.Slot(2)
+	if *s.Revoke != *c0.Slot(2).Revoke || s.DelList[0] != "bob" {
+		t.Fatalf("slot state lost: %+v", s)
+	}
+
+	// Ensure an undecodable entry reads as a miss, not an error.
+	if err := e.rdb.HSet(e.ctx, "t:{si_alice_bob}:chunk:1", "data", "{not json").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(t, d1); got[0].Chunk != nil {
+		t.Fatalf("garbage decoded as %+v", got[0].Chunk)
+	}
+}
+
+// Ensure a fill by a reader that looked before a write is dropped.
+func TestChunkStaleFillDropped(t *testing.T) {
+	t.Parallel()
+	e := open(t)
+	const d = "sg_team:0"
+
+	before := e.get(t, d)[0]
+	if err := e.cache.InvalidateChunks(e.ctx, []string{d}); err != nil {
+		t.Fatal(err)
+	}
+	e.trips.take()
+	if err := e.cache.FillChunks(e.ctx, []cache.ChunkFill{{Chunk: testChunk(d, 1), Version: before.Version}}); err != nil {
+		t.Fatal(err)
+	}
+	after := e.get(t, d)[0]
+	if after.Chunk != nil {
+		t.Fatal("a fill with the version from before the write was cached")
+	}
+	if after.Version == before.Version {
+		t.Fatalf("version stayed %q across an invalidation", after.Version)
+	}
+
+	t.Run("a fresh read fills", func(t *testing.T) {
+		fresh := testChunk(d, 1, 2)
+		if err := e.cache.FillChunks(e.ctx, []cache.ChunkFill{{Chunk: fresh, Version: after.Version}}); err != nil {
+			t.Fatal(err)
+		}
+		got := e.get(t, d)[0]
+		if got.Chunk == nil || got.Chunk.Slot(2).Msg == nil || got.Chunk.Slot(2).Msg.Seq != 2 {
+			t.Fatalf("fresh fill not served: %+v", got.Chunk)
+		}
+		if got.Version != after.Version {
+			t.Fatalf("version moved from %q to %q on a fill", after.Version, got.Version)
+		}
+	})
+
+	t.Run("a write drops the cached chunk and stale fills", func(t *testing.T) {
+		seen := e.get(t, d)[0]
+		if err := e.cache.InvalidateChunks(e.ctx, []string{d}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.cache.FillChunks(e.ctx, []cache.ChunkFill{{Chunk: testChunk(d, 1), Version: seen.Version}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.get(t, d)[0]; got.Chunk != nil {
+			t.Fatalf("chunk still served after invalidation: %+v", got)
+		}
+	})
+}
+
+func ptr(v int64) *int64 { return &v }
+
+// Ensure seq state only goes up and is read, conversations and user together, in one round trip.
+func TestStates(t *testing.T) {
+	t.Parallel()
+	e := open(t)
+	const c1, c2, c3 = "sg_a", "sg_b", "sg_c"
+
+	err := e.cache.RaiseStates(e.ctx,
+		[]cache.ConversationRaise{{ConversationID: c1, MaxSeq: ptr(10), MinSeq: ptr(1)}, {ConversationID: c2, MaxSeq: ptr(4)}},
+		[]cache.UserRaise{{UserID: "u1", ConversationID: c1, ReadSeq: ptr(5), UserMinSeq: ptr(0)}, {UserID: "u1", ConversationID: c2, ReadSeq: ptr(3)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.roundTrips(t, "RaiseStates", 1)
+
+	// Lower values leave the higher ones in place; higher ones win.
+	err = e.cache.RaiseStates(e.ctx,
+		[]cache.ConversationRaise{{ConversationID: c1, MaxSeq: ptr(7), MinSeq: ptr(3)}},
+		[]cache.UserRaise{{UserID: "u1", ConversationID: c1, ReadSeq: ptr(2), UserMinSeq: ptr(0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.trips.take()
+
+	convs, users, err := e.cache.GetStates(e.ctx, "u1", []string{c1, c2, c3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.roundTrips(t, "GetStates", 1)
+	if len(convs) != 3 || len(users) != 3 {
+		t.Fatalf("got %d conversation and %d user states for 3 ids", len(convs), len(users))
+	}
+	if want := (cache.ConversationState{MaxSeq: 10, MinSeq: 3, Cached: true}); convs[0] != want {
+		t.Fatalf("%s = %+v, want %+v", c1, convs[0], want)
+	}
+	if want := (cache.UserState{ReadSeq: 5, UserMinSeq: 0, Cached: true}); users[0] != want {
+		t.Fatalf("u1 in %s = %+v, want %+v", c1, users[0], want)
+	}
+	// Half-filled entries (max without min, read seq without min seq) are misses.
+	if want := (cache.ConversationState{}); convs[1] != want {
+		t.Fatalf("half-filled %s = %+v, want a miss with zero fields", c2, convs[1])
+	}
+	if want := (cache.UserState{}); users[1] != want {
+		t.Fatalf("half-filled u1 in %s = %+v, want a miss with zero fields", c2, users[1])
+	}
+	if convs[2].Cached || users[2].Cached {
+		t.Fatalf("%s never raised: %+v %+v", c3, convs[2], users[2])
+	}
+
+	t.Run("completing an entry makes it cached", func(t *testing.T) {
+		if err := e.cache.RaiseStates(e.ctx, []cache.ConversationRaise{{ConversationID: c2, MinSeq: ptr(1), MaxSeq: ptr(12)}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		convs, users, err := e.cache.GetStates(e.ctx, "", []string{c2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (cache.ConversationState{MaxSeq: 12, MinSeq: 1, Cached: true}); convs[0] != want {
+			t.Fatalf("%s = %+v, want %+v", c2, convs[0], want)
+		}
+		if users[0].Cached {
+			t.Fatalf("no user asked, got %+v", users[0])
+		}
+	})
+}
+
+// Ensure the allocator asks for initialisation once, hands out consecutive seqs from the block,
+// asks for a new block when it runs out and starts over after Redis loses its keys.
+func TestAllocator(t *testing.T) {
+	t.Parallel()
+	e := open(t)
+	const c = "si_alice_bob"
+	alloc := func(n int64, token string, wantState cache.AllocState, wantFirst int64) {
+		t.Helper()
+		state, first, err := e.cache.AllocSeqs(e.ctx, c, n, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if state != wantState || first != wantFirst {
+			t.Fatalf("AllocSeqs(%d, %s) = %d, %d; want %d, %d", n, token, state, first, wantState, wantFirst)
+		}
+	}
+	setBlock := func(token string, storedMax, blockEnd int64, want bool) {
+		t.Helper()
+		ok, err := e.cache.SetAllocBlock(e.ctx, c, token, storedMax, blockEnd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok != want {
+			t.Fatalf("SetAllocBlock(%s, %d, %d) = %v, want %v", token, storedMax, blockEnd, ok, want)
+		}
+	}
+
+	alloc(5, "A", cache.NeedInit, 0)
+	alloc(5, "B", cache.Busy, 0)
+	setBlock("B", 10, 110, false)
+	alloc(5, "B", cache.Busy, 0) // the wrong token released nothing
+	setBlock("A", 10, 110, true)
+	alloc(5, "B", cache.Allocated, 11)
+	alloc(5, "A", cache.Allocated, 16)
+	alloc(90, "A", cache.Allocated, 21) // exactly to the end of the block
+	alloc(1, "A", cache.NeedBlock, 0)
+	alloc(1, "B", cache.Busy, 0)
+	setBlock("A", 999, 210, true) // the position survives: storedMax only seeds a new allocator
+	alloc(1, "B", cache.Allocated, 111)
+
+	if err := e.rdb.FlushAll(e.ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	alloc(1, "C", cache.NeedInit, 0)
+	setBlock("C", 150, 250, true)
+	alloc(2, "C", cache.Allocated, 151)
+}
+
+// Ensure a Redis that is down is reported as unavailable, not as a miss or an internal error.
+func TestRedisDown(t *testing.T) {
+	t.Parallel()
+	e := open(t)
+	e.srv.Stop()
+	// go-redis retries each dial for a few seconds before it gives up: run the calls side by side.
+	for name, call := range map[string]func(ctx context.Context) error{
+		"GetChunks": func(ctx context.Context) error {
+			_, err := e.cache.GetChunks(ctx, []string{"si_alice_bob:0"})
+			return err
+		},
+		"GetStates": func(ctx context.Context) error {
+			_, _, err := e.cache.GetStates(ctx, "u1", []string{"si_alice_bob"})
+			return err
+		},
+		"AllocSeqs": func(ctx context.Context) error {
+			_, _, err := e.cache.AllocSeqs(ctx, "si_alice_bob", 1, "A")
+			return err
+		},
+		"InvalidateChunks": func(ctx context.Context) error {
+			return e.cache.InvalidateChunks(ctx, []string{"si_alice_bob:0"})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+			defer cancel()
+			err := call(ctx)
+			if code := im.ErrorCode(err); code != im.EUNAVAILABLE {
+				t.Fatalf("%s with Redis down: err=%v code=%q, want %q", name, err, code, im.EUNAVAILABLE)
+			}
+		})
+	}
+}
