@@ -35,6 +35,17 @@ func stateOf(ctx context.Context, conversationID string) (imsync.State, error) {
 	return loadersFrom(ctx).states.Load(ctx, conversationID)()
 }
 
+// viewerState returns the viewer and their state in a conversation already authorized (a
+// Conversation object exists only after authorize).
+func viewerState(ctx context.Context, conversationID string) (auth.Viewer, imsync.State, error) {
+	viewer, err := auth.ViewerFrom(ctx)
+	if err != nil {
+		return auth.Viewer{}, imsync.State{}, err
+	}
+	st, err := stateOf(ctx, conversationID)
+	return viewer, st, err
+}
+
 // viewsOf reads seqs through the request's chunk loader and applies the viewer's view. The
 // result is aligned with seqs.
 func viewsOf(ctx context.Context, viewer, conversationID string, seqs []int64) ([]im.MessageView, error) {
@@ -119,11 +130,7 @@ func historyPage(ctx context.Context, conversationID string, beforeSeq, afterSeq
 			*b.out = *b.v
 		}
 	}
-	viewer, err := auth.ViewerFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	st, err := stateOf(ctx, conversationID)
+	viewer, st, err := viewerState(ctx, conversationID)
 	if err != nil {
 		return nil, err
 	}
@@ -151,11 +158,7 @@ func historyPage(ctx context.Context, conversationID string, beforeSeq, afterSeq
 
 // lastMessage answers Conversation.lastMessage: the message at the max seq, if visible.
 func lastMessage(ctx context.Context, conversationID string) (*model.Message, error) {
-	viewer, err := auth.ViewerFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	st, err := stateOf(ctx, conversationID)
+	viewer, st, err := viewerState(ctx, conversationID)
 	if err != nil {
 		return nil, err
 	}

@@ -17,13 +17,9 @@ func (s *Store) FindChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, e
 	if len(docIDs) == 0 {
 		return out, nil
 	}
-	cur, err := s.chunks.Find(ctx, bson.D{{Key: "doc_id", Value: bson.D{{Key: "$in", Value: docIDs}}}})
+	found, err := findAll[*im.Chunk](ctx, s.chunks, "find chunks", bson.D{{Key: "doc_id", Value: bson.D{{Key: "$in", Value: docIDs}}}})
 	if err != nil {
-		return nil, storeError("find chunks", err)
-	}
-	var found []*im.Chunk
-	if err := cur.All(ctx, &found); err != nil {
-		return nil, storeError("read chunks", err)
+		return nil, err
 	}
 	byID := make(map[string]*im.Chunk, len(found))
 	for _, c := range found {

@@ -31,13 +31,9 @@ func (s *Store) FindClientMsgSeqs(ctx context.Context, keys []ClientMsgKey) (map
 	for _, k := range keys {
 		or = append(or, bson.D{{Key: "conversation_id", Value: k.ConversationID}, {Key: "client_msg_id", Value: k.ClientMsgID}})
 	}
-	cur, err := s.clientMsgIDs.Find(ctx, bson.D{{Key: "$or", Value: or}})
+	docs, err := findAll[clientMsgDoc](ctx, s.clientMsgIDs, "find client message ids", bson.D{{Key: "$or", Value: or}})
 	if err != nil {
-		return nil, storeError("find client message ids", err)
-	}
-	var docs []clientMsgDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, storeError("read client message ids", err)
+		return nil, err
 	}
 	for _, d := range docs {
 		out[d.ClientMsgKey] = d.Seq

@@ -52,16 +52,12 @@ func (s *Store) FindGroupMemberships(ctx context.Context, userID string, groupID
 	if len(groupIDs) == 0 {
 		return out, nil
 	}
-	cur, err := s.groupMembers.Find(ctx, bson.D{
+	docs, err := findAll[GroupMember](ctx, s.groupMembers, "find group members", bson.D{
 		{Key: "group_id", Value: bson.D{{Key: "$in", Value: groupIDs}}},
 		{Key: "user_id", Value: userID},
 	})
 	if err != nil {
-		return nil, storeError("find group members", err)
-	}
-	var docs []GroupMember
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, storeError("read group members", err)
+		return nil, err
 	}
 	for _, d := range docs {
 		out[d.GroupID] = d
@@ -71,13 +67,5 @@ func (s *Store) FindGroupMemberships(ctx context.Context, userID string, groupID
 
 // GroupMembers returns every member of a group.
 func (s *Store) GroupMembers(ctx context.Context, groupID string) ([]GroupMember, error) {
-	cur, err := s.groupMembers.Find(ctx, bson.D{{Key: "group_id", Value: groupID}})
-	if err != nil {
-		return nil, storeError("find group members", err)
-	}
-	var docs []GroupMember
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, storeError("read group members", err)
-	}
-	return docs, nil
+	return findAll[GroupMember](ctx, s.groupMembers, "find group members", bson.D{{Key: "group_id", Value: groupID}})
 }

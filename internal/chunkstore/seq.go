@@ -102,13 +102,9 @@ func (s *Store) FindConversationSeqs(ctx context.Context, conversationIDs []stri
 	if len(conversationIDs) == 0 {
 		return out, nil
 	}
-	cur, err := s.seqs.Find(ctx, bson.D{{Key: "conversation_id", Value: bson.D{{Key: "$in", Value: conversationIDs}}}})
+	docs, err := findAll[ConversationSeqs](ctx, s.seqs, "find seqs", bson.D{{Key: "conversation_id", Value: bson.D{{Key: "$in", Value: conversationIDs}}}})
 	if err != nil {
-		return nil, storeError("find seqs", err)
-	}
-	var docs []ConversationSeqs
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, storeError("read seqs", err)
+		return nil, err
 	}
 	for _, d := range docs {
 		out[d.ConversationID] = d

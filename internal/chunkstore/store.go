@@ -98,3 +98,16 @@ func storeError(op string, err error) error {
 	}
 	return cause
 }
+
+// findAll runs one find and decodes every document it returns.
+func findAll[T any](ctx context.Context, c *mongo.Collection, op string, filter bson.D) ([]T, error) {
+	cur, err := c.Find(ctx, filter)
+	if err != nil {
+		return nil, storeError(op, err)
+	}
+	var docs []T
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, storeError(op, err)
+	}
+	return docs, nil
+}

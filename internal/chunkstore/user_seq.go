@@ -75,16 +75,12 @@ func (s *Store) FindUserSeqs(ctx context.Context, keys []UserSeqKey) (map[UserSe
 	}
 	// One $in query over both fields; it may return a few pairs nobody asked for, which are
 	// dropped here, in exchange for a single round trip.
-	cur, err := s.userSeqs.Find(ctx, bson.D{
+	docs, err := findAll[UserSeqs](ctx, s.userSeqs, "find user seqs", bson.D{
 		{Key: "conversation_id", Value: bson.D{{Key: "$in", Value: convs}}},
 		{Key: "user_id", Value: bson.D{{Key: "$in", Value: users}}},
 	})
 	if err != nil {
-		return nil, storeError("find user seqs", err)
-	}
-	var docs []UserSeqs
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, storeError("read user seqs", err)
+		return nil, err
 	}
 	for _, d := range docs {
 		k := UserSeqKey{ConversationID: d.ConversationID, UserID: d.UserID}

@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/FerretDB/FerretDB/ferretdb"
+	"github.com/msggate/msggate/internal/embedded"
 )
 
 func main() {
@@ -58,30 +58,22 @@ func run(dir, removeOnExit string) error {
 	// output; warnings and errors still reach the parent via stderr.
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
-		Logger:    logger,
-		Handler:   "sqlite",
-		SQLiteURL: "file:" + dir + "/",
-	})
+	uri, stopFerret, err := embedded.StartFerretDB(ctx, dir, logger)
 	if err != nil {
 		return err
 	}
-
 	done := make(chan error, 1)
-	go func() { done <- f.Run(ctx) }()
+	go func() {
+		<-ctx.Done()
+		done <- stopFerret()
+	}()
 
-	// The listener is bound inside New, so the URI is valid right away.
-	if _, err := fmt.Fprintf(os.Stdout, "MONGODB_URI=%s\n", f.MongoDBURI()); err != nil {
+	// The listener is bound before StartFerretDB returns, so the URI is valid right away.
+	if _, err := fmt.Fprintf(os.Stdout, "MONGODB_URI=%s\n", uri); err != nil {
 		return err
 	}
 
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-
+	<-ctx.Done()
 	// A wedged shutdown must not keep the process (and its temp dir) alive.
 	select {
 	case err := <-done:
