@@ -158,6 +158,20 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (m *Main, err er
 	if err != nil {
 		return nil, fmt.Errorf("redis URL: %w", err)
 	}
+	// Redis is a cache in front of MongoDB: when it is down, reads should fall through to
+	// MongoDB quickly rather than wait out go-redis's default retries (seconds per call).
+	if ropts.MaxRetries == 0 {
+		ropts.MaxRetries = 1
+	}
+	if ropts.MaxRetryBackoff == 0 {
+		ropts.MaxRetryBackoff = 100 * time.Millisecond
+	}
+	if ropts.DialTimeout == 0 {
+		ropts.DialTimeout = 2 * time.Second
+	}
+	if ropts.DialerRetries == 0 {
+		ropts.DialerRetries = 1
+	}
 	rdb := redis.NewClient(ropts)
 	if cfg.RedisHook != nil {
 		rdb.AddHook(cfg.RedisHook)

@@ -53,7 +53,7 @@ func startGateway(t testing.TB) *gateway {
 		// Generous: under -race on a busy 2-core machine sibling resolvers take a while to
 		// reach their loader, and a split batch would show as an extra round trip.
 		Loaders: graph.LoaderOptions{Wait: 20 * time.Millisecond},
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,4 +229,16 @@ func freeAddr(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// testLogger sends the gateway's logs to the test log, shown only when a test fails (or -v).
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
