@@ -270,7 +270,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			host = "localhost:" + p
 		}
 		fmt.Fprintf(stdout, "msggate is listening on http://%s/query\n", host)
-		fmt.Fprintf(stdout, "get a token:  go run . token -user alice\n")
+		tokenCmd := "go run . token -user alice"
+		if cfg.DataDir != "./data" && cfg.JWTSecret == "" && os.Getenv("MSGGATE_JWT_SECRET") == "" {
+			tokenCmd += " -data-dir " + cfg.DataDir
+		}
+		fmt.Fprintf(stdout, "get a token:  TOKEN=$(%s)\n", tokenCmd)
 		fmt.Fprintf(stdout, "then:         curl -s http://%s/query -H \"Authorization: Bearer $TOKEN\" -H 'Content-Type: application/json' \\\n", host)
 		fmt.Fprintf(stdout, "                -d '{\"query\":\"mutation{sendMessage(input:{recvID:\\\"bob\\\",contentType:101,content:\\\"hi\\\"}){conversationID seq}}\"}'\n")
 	})

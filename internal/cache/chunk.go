@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/redis/go-redis/v9"
 
@@ -39,7 +40,7 @@ func (c *Cache) GetChunks(ctx context.Context, docIDs []string) ([]ChunkEntry, e
 		}
 		cmds[i] = pipe.HMGet(ctx, key, "v", "data")
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !isNilOnly(err) {
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, cacheError("get chunks", err)
 	}
 	for i, cmd := range cmds {
@@ -119,6 +120,3 @@ func (c *Cache) InvalidateChunks(ctx context.Context, docIDs []string) error {
 	_, err := pipe.Exec(ctx)
 	return cacheError("invalidate chunks", err)
 }
-
-// isNilOnly reports whether a pipeline error is only redis.Nil from a missing key.
-func isNilOnly(err error) bool { return err == redis.Nil }

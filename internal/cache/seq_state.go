@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -45,7 +46,7 @@ func (c *Cache) GetStates(ctx context.Context, userID string, conversationIDs []
 		}
 		userCmd = pipe.HMGet(ctx, c.userReadKey(userID), fields...)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, nil, cacheError("get states", err)
 	}
 	for i, cmd := range convCmds {

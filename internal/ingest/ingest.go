@@ -101,7 +101,7 @@ func (in *Ingester) Ingest(ctx context.Context, msgs []*im.Message) ([]Result, e
 	if len(stored) == 0 {
 		return results, nil
 	}
-	if err := in.store1(ctx, stored); err != nil {
+	if err := in.storePlacements(ctx, stored); err != nil {
 		return nil, err
 	}
 	for _, p := range stored {
@@ -141,7 +141,7 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-func (in *Ingester) store1(ctx context.Context, stored []*placement) error {
+func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) error {
 	if err := in.findRetries(ctx, stored); err != nil {
 		return err
 	}
