@@ -106,8 +106,7 @@ func (in *Ingester) Ingest(ctx context.Context, msgs []*im.Message) ([]Result, e
 	}
 	for _, p := range stored {
 		pl := &results[p.result].Placements[p.index]
-		pl.Seq = p.msg.Seq
-		pl.Duplicate = p.retry
+		pl.Seq, pl.Message, pl.Duplicate = p.msg.Seq, p.msg, p.retry
 	}
 	return results, nil
 }

@@ -42,8 +42,9 @@ func NewLedger(store *chunkstore.Store, c *cache.Cache, opts Options) *Ledger {
 	return &Ledger{store: store, cache: c, opts: opts, token: hex.EncodeToString(b)}
 }
 
-// allocWait bounds how long Allocate waits for another instance's block refill.
-const allocWait = 5 * time.Second
+// allocWait bounds how long Allocate waits for another instance's block refill: longer than
+// the cache's refill lock lives, so a refiller that died holding it is outwaited.
+const allocWait = 12 * time.Second
 
 // Allocate hands out n consecutive seqs of a conversation and returns the first. Seqs come from
 // the Redis allocator; when its block is used up (or its state is gone) this caller takes the
@@ -57,6 +58,9 @@ func (l *Ledger) Allocate(ctx context.Context, conversationID string, n int64) (
 	deadline := time.Now().Add(allocWait)
 	backoff := time.Millisecond
 	for {
+		if time.Now().After(deadline) {
+			return 0, im.Errorf(im.EUNAVAILABLE, "seq allocator for %s is busy; retry", conversationID)
+		}
 		state, first, err := l.cache.AllocSeqs(ctx, conversationID, n, l.token)
 		if err != nil {
 			return 0, err
@@ -74,9 +78,6 @@ func (l *Ledger) Allocate(ctx context.Context, conversationID string, n int64) (
 			}
 			continue
 		case cache.Busy:
-		}
-		if time.Now().After(deadline) {
-			return 0, im.Errorf(im.EUNAVAILABLE, "seq allocator for %s is busy; retry", conversationID)
 		}
 		select {
 		case <-ctx.Done():
