@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/testenv"
 )
 
 type msgJSON struct {
@@ -46,26 +47,26 @@ func TestMessagesBySeq(t *testing.T) {
 	if err := g.redis.FlushAll(); err != nil { // cold cache
 		t.Fatal(err)
 	}
-	g.mongo.reset()
+	g.mongo.Reset()
 	g.query(alice, messagesQuery, map[string]any{"c": "si_alice_bob", "s": seqs}, &out)
 	if len(out.Messages) != 21 || out.Messages[0].Seq != 90 || out.Messages[20].Seq != 110 {
 		t.Fatalf("cold: got %d messages", len(out.Messages))
 	}
-	if n := g.mongo.get("find msg"); n != 1 {
+	if n := g.mongo.Count("msg", "find"); n != 1 {
 		t.Errorf("cold cache: %d MongoDB chunk queries, want 1", n)
 	}
 
-	g.mongo.reset()
-	g.rcount.reset()
+	g.mongo.Reset()
+	g.rcount.Take()
 	g.query(alice, messagesQuery, map[string]any{"c": "si_alice_bob", "s": seqs}, &out)
 	if len(out.Messages) != 21 {
 		t.Fatalf("warm: got %d messages", len(out.Messages))
 	}
-	if n := g.mongo.get("find msg"); n != 0 {
+	if n := g.mongo.Count("msg", "find"); n != 0 {
 		t.Errorf("warm cache: %d MongoDB chunk queries, want 0", n)
 	}
-	if _, chunkReads := g.rcount.get(); chunkReads != 1 {
-		t.Errorf("warm cache: %d Redis chunk round trips, want 1", chunkReads)
+	if n := testenv.Matching(g.rcount.Take(), ":chunk:"); n != 1 {
+		t.Errorf("warm cache: %d Redis chunk round trips, want 1", n)
 	}
 }
 
@@ -112,10 +113,10 @@ func TestHistoryOfTwentyConversationsIsBatched(t *testing.T) {
 	}
 	q.WriteString("}")
 	alice := g.token("alice")
-	check := func(phase string, wantMongo int) {
+	check := func(phase string, wantMongo int) (redisTrips int) {
 		t.Helper()
-		g.mongo.reset()
-		g.rcount.reset()
+		g.mongo.Reset()
+		g.rcount.Take()
 		var out map[string]struct {
 			UnreadCount int64
 			History     struct{ Messages []msgJSON }
@@ -129,20 +130,21 @@ func TestHistoryOfTwentyConversationsIsBatched(t *testing.T) {
 				t.Fatalf("%s: %s = %+v", phase, k, c)
 			}
 		}
-		if n := g.mongo.get("find msg"); n != wantMongo {
+		if n := g.mongo.Count("msg", "find"); n != wantMongo {
 			t.Errorf("%s: %d MongoDB chunk queries, want %d", phase, n, wantMongo)
 		}
-		if _, chunkReads := g.rcount.get(); chunkReads != 1 {
-			t.Errorf("%s: %d Redis round trips read chunks, want 1", phase, chunkReads)
+		trips := g.rcount.Take()
+		if n := testenv.Matching(trips, ":chunk:"); n != 1 {
+			t.Errorf("%s: %d Redis round trips read chunks, want 1", phase, n)
 		}
+		return len(trips)
 	}
 	if err := g.redis.FlushAll(); err != nil {
 		t.Fatal(err)
 	}
 	check("cold", 1)
-	check("warm", 0)
 	// Warm, the whole request is two Redis round trips: seq state, then chunks.
-	if trips, _ := g.rcount.get(); trips != 2 {
+	if trips := check("warm", 0); trips != 2 {
 		t.Errorf("warm: %d Redis round trips in all, want 2 (state, chunks)", trips)
 	}
 }

@@ -11,12 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
-	"go.mongodb.org/mongo-driver/v2/event"
 
 	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/auth"
@@ -31,15 +27,15 @@ type gateway struct {
 	m      *Main
 	url    string
 	redis  *testenv.RedisServer
-	mongo  *mongoCounter
-	rcount *redisCounter
+	mongo  *testenv.MongoCommands
+	rcount *testenv.RedisRoundTrips
 }
 
 func startGateway(t testing.TB) *gateway {
 	t.Helper()
 	rs := testenv.Redis(t)
 	mdb := testenv.Mongo(t)
-	g := &gateway{t: t, redis: rs, mongo: &mongoCounter{}, rcount: &redisCounter{}}
+	g := &gateway{t: t, redis: rs, mongo: &testenv.MongoCommands{}, rcount: &testenv.RedisRoundTrips{}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	m, err := Open(ctx, Config{
@@ -48,7 +44,7 @@ func startGateway(t testing.TB) *gateway {
 		RedisURL:      rs.URL(),
 		JWTSecret:     "test-secret-0123456789abcdef0123456789",
 		Introspection: true,
-		MongoMonitor:  g.mongo.monitor(),
+		MongoMonitor:  g.mongo.Monitor(),
 		RedisHook:     g.rcount,
 		// Generous: under -race on a busy 2-core machine sibling resolvers take a while to
 		// reach their loader, and a split batch would show as an extra round trip.
@@ -140,85 +136,6 @@ func (g *gateway) send(sender, recvID, groupID string, n int) {
 	if _, err := g.m.Ingest.Ingest(context.Background(), msgs); err != nil {
 		g.t.Fatal(err)
 	}
-}
-
-// mongoCounter counts MongoDB commands by "name collection", e.g. "find msg".
-type mongoCounter struct {
-	mu     sync.Mutex
-	counts map[string]int
-}
-
-func (c *mongoCounter) monitor() *event.CommandMonitor {
-	return &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
-		coll, _ := e.Command.Lookup(e.CommandName).StringValueOK()
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.counts == nil {
-			c.counts = map[string]int{}
-		}
-		c.counts[e.CommandName+" "+coll]++
-	}}
-}
-
-func (c *mongoCounter) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.counts = map[string]int{}
-}
-
-func (c *mongoCounter) get(key string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.counts[key]
-}
-
-// redisCounter counts Redis round trips (a command or a pipeline), and separately those that
-// read chunks.
-type redisCounter struct {
-	mu         sync.Mutex
-	roundTrips int
-	chunkReads int
-}
-
-func (c *redisCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *redisCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.count([]redis.Cmder{cmd})
-		return next(ctx, cmd)
-	}
-}
-
-func (c *redisCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.count(cmds)
-		return next(ctx, cmds)
-	}
-}
-
-func (c *redisCounter) count(cmds []redis.Cmder) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.roundTrips++
-	for _, cmd := range cmds {
-		args := cmd.Args()
-		if cmd.Name() == "hmget" && len(args) > 1 && strings.Contains(fmt.Sprint(args[1]), ":chunk:") {
-			c.chunkReads++
-			return
-		}
-	}
-}
-
-func (c *redisCounter) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.roundTrips, c.chunkReads = 0, 0
-}
-
-func (c *redisCounter) get() (roundTrips, chunkReads int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.roundTrips, c.chunkReads
 }
 
 // freeAddr returns a loopback address nobody listens on.

@@ -2,7 +2,6 @@ package cache_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,51 +12,12 @@ import (
 	"github.com/msggate/msggate/internal/testenv"
 )
 
-// roundTrips counts the commands and pipelines a client sends for the code under test: each is
-// one round trip. The handshake go-redis runs on every new connection (HELLO, CLIENT ...) goes
-// through the hooks too and is not counted.
-type roundTrips struct{ n atomic.Int64 }
-
-func handshake(cmd redis.Cmder) bool {
-	switch cmd.Name() {
-	case "hello", "client":
-		return true
-	}
-	return false
-}
-
-func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !handshake(cmd) {
-			h.n.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			if !handshake(cmd) {
-				h.n.Add(1)
-				break
-			}
-		}
-		return next(ctx, cmds)
-	}
-}
-
-// take returns the round trips since the last take.
-func (h *roundTrips) take() int64 { return h.n.Swap(0) }
-
 type env struct {
 	ctx   context.Context
 	srv   *testenv.RedisServer
 	rdb   *redis.Client
 	cache *cache.Cache
-	trips *roundTrips
+	trips *testenv.RedisRoundTrips
 }
 
 // open starts a redis-server and a Cache over it. The client is connected and the round-trip
@@ -69,19 +29,19 @@ func open(t *testing.T) *env {
 	t.Cleanup(cancel)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	trips := &roundTrips{}
+	trips := &testenv.RedisRoundTrips{}
 	rdb.AddHook(trips)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	trips.take()
+	trips.Take()
 	return &env{ctx: ctx, srv: srv, rdb: rdb, cache: cache.New(rdb, cache.Options{Prefix: "t:"}), trips: trips}
 }
 
 // roundTrips fails unless exactly want round trips happened since the last check.
 func (e *env) roundTrips(t *testing.T, what string, want int64) {
 	t.Helper()
-	if got := e.trips.take(); got != want {
+	if got := int64(len(e.trips.Take())); got != want {
 		t.Fatalf("%s: %d round trips, want %d", what, got, want)
 	}
 }
@@ -176,7 +136,7 @@ func TestChunkStaleFillDropped(t *testing.T) {
 	if err := e.cache.InvalidateChunks(e.ctx, []string{d}); err != nil {
 		t.Fatal(err)
 	}
-	e.trips.take()
+	e.trips.Take()
 	if err := e.cache.FillChunks(e.ctx, []cache.ChunkFill{{Chunk: testChunk(d, 1), Version: before.Version}}); err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +199,7 @@ func TestStates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.trips.take()
+	e.trips.Take()
 
 	convs, users, err := e.cache.GetStates(e.ctx, "u1", []string{c1, c2, c3})
 	if err != nil {

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/im"
@@ -19,49 +17,11 @@ import (
 
 const conv = "si_alice_bob"
 
-// commands counts the commands a client sends, by command name and target collection.
-type commands struct {
-	mu sync.Mutex
-	n  map[string]int // "<command> <collection>" -> count
-}
-
-func (c *commands) started(_ context.Context, evt *event.CommandStartedEvent) {
-	coll, ok := evt.Command.Lookup(evt.CommandName).StringValueOK()
-	if !ok {
-		return
-	}
-	c.mu.Lock()
-	c.n[evt.CommandName+" "+coll]++
-	c.mu.Unlock()
-}
-
-// count returns how many of the named commands targeted coll since the last reset.
-func (c *commands) count(coll string, names ...string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	total := 0
-	for _, name := range names {
-		total += c.n[name+" "+coll]
-	}
-	return total
-}
-
-// writes counts the write commands that targeted coll.
-func (c *commands) writes(coll string) int {
-	return c.count(coll, "insert", "update", "delete", "findAndModify")
-}
-
-func (c *commands) reset() {
-	c.mu.Lock()
-	c.n = map[string]int{}
-	c.mu.Unlock()
-}
-
 type env struct {
 	ctx   context.Context
 	store *chunkstore.Store
 	db    *mongo.Database
-	cmds  *commands
+	cmds  *testenv.MongoCommands
 }
 
 // open connects to a fresh FerretDB database with a command-counting client and opens the
@@ -71,19 +31,13 @@ func open(t *testing.T) *env {
 	m := testenv.Mongo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	cmds := &commands{n: map[string]int{}}
-	client, err := mongo.Connect(options.Client().ApplyURI(m.URI()).
-		SetMonitor(&event.CommandMonitor{Started: cmds.started}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
-	db := client.Database(m.Database())
+	cmds := &testenv.MongoCommands{}
+	db := m.Connect(t, cmds.Monitor())
 	store, err := chunkstore.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmds.reset()
+	cmds.Reset()
 	return &env{ctx: ctx, store: store, db: db, cmds: cmds}
 }
 
@@ -209,15 +163,15 @@ func TestWriteMessagesWriteCount(t *testing.T) {
 
 	t.Run("1..100 is one insert", func(t *testing.T) {
 		const c = "si_a1_b1"
-		e.cmds.reset()
+		e.cmds.Reset()
 		allStored(t, e.write(t, c, msgs(1, 100, "a")))
-		if got := e.cmds.writes(chunkstore.CollectionChunks); got != 1 {
+		if got := e.cmds.Writes(chunkstore.CollectionChunks); got != 1 {
 			t.Fatalf("%d write commands, want 1", got)
 		}
-		if got := e.cmds.count(chunkstore.CollectionChunks, "insert"); got != 1 {
+		if got := e.cmds.Count(chunkstore.CollectionChunks, "insert"); got != 1 {
 			t.Fatalf("%d inserts, want 1", got)
 		}
-		if got := e.cmds.count(chunkstore.CollectionChunks, "find"); got != 0 {
+		if got := e.cmds.Count(chunkstore.CollectionChunks, "find"); got != 0 {
 			t.Fatalf("%d finds, want 0", got)
 		}
 	})
@@ -225,16 +179,16 @@ func TestWriteMessagesWriteCount(t *testing.T) {
 	t.Run("51..150 after 1..50 is one update and one insert", func(t *testing.T) {
 		const c = "si_a2_b2"
 		allStored(t, e.write(t, c, msgs(1, 50, "a")))
-		e.cmds.reset()
+		e.cmds.Reset()
 		written := msgs(51, 150, "a")
 		allStored(t, e.write(t, c, written))
-		if got := e.cmds.writes(chunkstore.CollectionChunks); got != 2 {
+		if got := e.cmds.Writes(chunkstore.CollectionChunks); got != 2 {
 			t.Fatalf("%d write commands, want 2", got)
 		}
-		if u, i := e.cmds.count(chunkstore.CollectionChunks, "update"), e.cmds.count(chunkstore.CollectionChunks, "insert"); u != 1 || i != 1 {
+		if u, i := e.cmds.Count(chunkstore.CollectionChunks, "update"), e.cmds.Count(chunkstore.CollectionChunks, "insert"); u != 1 || i != 1 {
 			t.Fatalf("%d updates and %d inserts, want 1 and 1", u, i)
 		}
-		if got := e.cmds.count(chunkstore.CollectionChunks, "find"); got != 0 {
+		if got := e.cmds.Count(chunkstore.CollectionChunks, "find"); got != 0 {
 			t.Fatalf("%d finds, want 0", got)
 		}
 		sameMsg(t, "seq 51", e.chunk(t, c+":0").Slot(51), written[0])
@@ -245,11 +199,11 @@ func TestWriteMessagesWriteCount(t *testing.T) {
 	// does, the miss on chunk 0 costs a find and an insert on top of the update.
 	t.Run("51..150 in an empty conversation falls back to insert", func(t *testing.T) {
 		const c = "si_a3_b3"
-		e.cmds.reset()
+		e.cmds.Reset()
 		written := msgs(51, 150, "a")
 		allStored(t, e.write(t, c, written))
 		col := chunkstore.CollectionChunks
-		if u, i, f := e.cmds.count(col, "update"), e.cmds.count(col, "insert"), e.cmds.count(col, "find"); u != 1 || i != 2 || f != 1 {
+		if u, i, f := e.cmds.Count(col, "update"), e.cmds.Count(col, "insert"), e.cmds.Count(col, "find"); u != 1 || i != 2 || f != 1 {
 			t.Fatalf("%d updates, %d inserts, %d finds; want 1, 2, 1", u, i, f)
 		}
 		sameMsg(t, "seq 51", e.chunk(t, c+":0").Slot(51), written[0])
@@ -270,13 +224,13 @@ func TestWriteMessagesOneAtATime(t *testing.T) {
 		allStored(t, e.write(t, conv, []*im.Message{m}))
 	}
 	col := chunkstore.CollectionChunks
-	if got := e.cmds.writes(col); got != 120 {
+	if got := e.cmds.Writes(col); got != 120 {
 		t.Fatalf("%d write commands, want 120", got)
 	}
-	if i, u := e.cmds.count(col, "insert"), e.cmds.count(col, "update"); i != 2 || u != 118 {
+	if i, u := e.cmds.Count(col, "insert"), e.cmds.Count(col, "update"); i != 2 || u != 118 {
 		t.Fatalf("%d inserts and %d updates, want 2 and 118", i, u)
 	}
-	if got := e.cmds.count(col, "find"); got != 0 {
+	if got := e.cmds.Count(col, "find"); got != 0 {
 		t.Fatalf("%d finds, want 0", got)
 	}
 	if n := e.countChunks(t); n != 2 {
@@ -792,14 +746,14 @@ func TestFindChunksAligned(t *testing.T) {
 	e := open(t)
 	written := append(msgs(1, 2, "a"), msgs(101, 101, "a")...)
 	allStored(t, e.write(t, conv, written))
-	e.cmds.reset()
+	e.cmds.Reset()
 
 	ids := []string{conv + ":2", conv + ":1", "si_alice_carol:0", conv + ":0", conv + ":1"}
 	cs, err := e.store.FindChunks(e.ctx, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := e.cmds.count(chunkstore.CollectionChunks, "find"); got != 1 {
+	if got := e.cmds.Count(chunkstore.CollectionChunks, "find"); got != 1 {
 		t.Fatalf("%d find commands, want 1", got)
 	}
 	if len(cs) != len(ids) {
@@ -818,11 +772,11 @@ func TestFindChunksAligned(t *testing.T) {
 	sameMsg(t, "seq 2", cs[3].Slot(2), written[1])
 	sameMsg(t, "seq 101 again", cs[4].Slot(101), written[2])
 
-	e.cmds.reset()
+	e.cmds.Reset()
 	if cs, err := e.store.FindChunks(e.ctx, nil); err != nil || len(cs) != 0 {
 		t.Fatalf("FindChunks(nil) = %v, %v", cs, err)
 	}
-	if got := e.cmds.count(chunkstore.CollectionChunks, "find"); got != 0 {
+	if got := e.cmds.Count(chunkstore.CollectionChunks, "find"); got != 0 {
 		t.Fatalf("FindChunks(nil) sent %d finds, want 0", got)
 	}
 }

@@ -47,12 +47,7 @@ func setupLayouts(b *testing.B, first int64) *layouts {
 	ctx := context.Background()
 	mdb := testenv.Mongo(b)
 	rs := testenv.Redis(b)
-	client, err := mongo.Connect(options.Client().ApplyURI(mdb.URI()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = client.Disconnect(context.Background()) })
-	db := client.Database(mdb.Database())
+	db := mdb.Connect(b, nil)
 	store, err := chunkstore.Open(ctx, db)
 	if err != nil {
 		b.Fatal(err)

@@ -1,0 +1,150 @@
+package testenv
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// MongoCommands counts the commands a MongoDB client sends, by command name and target
+// collection, for tests whose contract is a number of operations.
+type MongoCommands struct {
+	mu sync.Mutex
+	n  map[string]int // "<command> <collection>" -> count
+}
+
+// Monitor returns the command monitor to install on the client under test.
+func (c *MongoCommands) Monitor() *event.CommandMonitor {
+	return &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
+		coll, ok := e.Command.Lookup(e.CommandName).StringValueOK()
+		if !ok {
+			return
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.n == nil {
+			c.n = map[string]int{}
+		}
+		c.n[e.CommandName+" "+coll]++
+	}}
+}
+
+// Count returns how many of the named commands targeted coll since the last Reset.
+func (c *MongoCommands) Count(coll string, names ...string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	total := 0
+	for _, name := range names {
+		total += c.n[name+" "+coll]
+	}
+	return total
+}
+
+// Writes counts the write commands that targeted coll since the last Reset.
+func (c *MongoCommands) Writes(coll string) int {
+	return c.Count(coll, "insert", "update", "delete", "findAndModify")
+}
+
+// Reset sets every count to zero.
+func (c *MongoCommands) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n = map[string]int{}
+}
+
+// Connect returns the test's database through a new client, watched by monitor when it is not
+// nil. The client is disconnected when the test ends.
+func (m *MongoDB) Connect(t testing.TB, monitor *event.CommandMonitor) *mongo.Database {
+	t.Helper()
+	opts := options.Client().ApplyURI(m.URI()).SetTimeout(time.Minute)
+	if monitor != nil {
+		opts.SetMonitor(monitor)
+	}
+	client, err := mongo.Connect(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+	return client.Database(m.Database())
+}
+
+// RedisRoundTrips is a go-redis hook that records each round trip (one command, or one
+// pipeline) a client makes, as the list of its commands with their first argument ("hmget
+// msggate:{c}:chunk:0"). The handshake go-redis runs on every new connection (HELLO, CLIENT)
+// is not recorded.
+type RedisRoundTrips struct {
+	mu    sync.Mutex
+	trips [][]string
+}
+
+// DialHook implements redis.Hook.
+func (h *RedisRoundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook implements redis.Hook.
+func (h *RedisRoundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.record([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+// ProcessPipelineHook implements redis.Hook.
+func (h *RedisRoundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.record(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+func (h *RedisRoundTrips) record(cmds []redis.Cmder) {
+	var trip []string
+	for _, cmd := range cmds {
+		switch cmd.Name() {
+		case "hello", "client":
+			continue
+		}
+		s := cmd.Name()
+		if args := cmd.Args(); len(args) > 1 {
+			if a, ok := args[1].(string); ok {
+				s += " " + a
+			}
+		}
+		trip = append(trip, s)
+	}
+	if len(trip) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.trips = append(h.trips, trip)
+}
+
+// Take returns the round trips recorded since the last Take.
+func (h *RedisRoundTrips) Take() [][]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.trips
+	h.trips = nil
+	return t
+}
+
+// Matching counts the round trips in which some command contains substr.
+func Matching(trips [][]string, substr string) int {
+	n := 0
+	for _, trip := range trips {
+		for _, c := range trip {
+			if strings.Contains(c, substr) {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
