@@ -8,8 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/msggate/msggate/internal/testenv"
 )
@@ -50,15 +48,11 @@ func TestMongo(t *testing.T) {
 		t.Fatalf("two Mongo calls share database %q", db.Database())
 	}
 
-	client, err := mongo.Connect(options.Client().ApplyURI(db.URI()))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	defer client.Disconnect(ctx)
+	mdb := db.Connect(t, nil)
 
-	coll := client.Database(db.Database()).Collection("things")
+	coll := mdb.Collection("things")
 	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: 1}}); err != nil {
 		t.Fatalf("insert: %v", err)
 	}
@@ -73,7 +67,7 @@ func TestMongo(t *testing.T) {
 	}
 
 	// The other database must not see this test's data.
-	n, err := client.Database(other.Database()).Collection("things").CountDocuments(ctx, bson.D{})
+	n, err := mdb.Client().Database(other.Database()).Collection("things").CountDocuments(ctx, bson.D{})
 	if err != nil {
 		t.Fatalf("count: %v", err)
 	}
@@ -87,15 +81,9 @@ func TestMongoParallel(t *testing.T) {
 	for i := range 4 {
 		t.Run("sub", func(t *testing.T) {
 			t.Parallel()
-			db := testenv.Mongo(t)
-			client, err := mongo.Connect(options.Client().ApplyURI(db.URI()))
-			if err != nil {
-				t.Fatal(err)
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			defer client.Disconnect(ctx)
-			if _, err := client.Database(db.Database()).Collection("c").InsertOne(ctx, bson.D{{Key: "i", Value: i}}); err != nil {
+			if _, err := testenv.Mongo(t).Connect(t, nil).Collection("c").InsertOne(ctx, bson.D{{Key: "i", Value: i}}); err != nil {
 				t.Fatal(err)
 			}
 		})
