@@ -36,15 +36,20 @@ func (s *Store) ReserveSeqBlock(ctx context.Context, conversationID string, n in
 
 func (s *Store) updateSeqDoc(ctx context.Context, conversationID, op string, v int64) (ConversationSeqs, error) {
 	var doc ConversationSeqs
-	unlock := s.lockDocs(CollectionSeqs, conversationID)
-	err := s.seqs.FindOneAndUpdate(ctx,
-		bson.D{{Key: "conversation_id", Value: conversationID}},
-		bson.D{{Key: op, Value: bson.D{{Key: "reserved_seq", Value: v}}}},
-		options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After),
-	).Decode(&doc)
-	unlock()
-	if mongo.IsDuplicateKeyError(err) { // lost an upsert race: the document exists now
-		return s.updateSeqDoc(ctx, conversationID, op, v)
+	var err error
+	// An upsert that loses a race to create the document fails with a duplicate key; the
+	// document exists by then, so the next attempt updates it.
+	for attempt := 0; attempt < 3; attempt++ {
+		unlock := s.lockDocs(CollectionSeqs, conversationID)
+		err = s.seqs.FindOneAndUpdate(ctx,
+			bson.D{{Key: "conversation_id", Value: conversationID}},
+			bson.D{{Key: op, Value: bson.D{{Key: "reserved_seq", Value: v}}}},
+			options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After),
+		).Decode(&doc)
+		unlock()
+		if !mongo.IsDuplicateKeyError(err) {
+			break
+		}
 	}
 	if err != nil {
 		return ConversationSeqs{}, storeError("reserve seq block", err)
