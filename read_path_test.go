@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/testenv"
 )
@@ -17,6 +18,10 @@ type msgJSON struct {
 	Content        *string
 	SendID         *string `json:"sendID"`
 	IsRead         bool    `json:"isRead"`
+	Revoke         *struct {
+		UserID string `json:"userID"`
+		Role   int    `json:"role"`
+	} `json:"revoke"`
 }
 
 const messagesQuery = `query($c: ID!, $s: [Int64!]!) { messages(conversationID: $c, seqs: $s) { conversationID seq status content sendID } }`
@@ -83,7 +88,7 @@ func TestMissingSeqIsPlaceholder(t *testing.T) {
 	if _, err := g.m.Store.WriteMessages(ctx, conv, msgs); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.m.Store.RaiseMaxSeqs(ctx, map[string]int64{conv: 5}); err != nil {
+	if err := g.m.Store.RaiseMaxSeqs(ctx, map[string]chunkstore.StoredMax{conv: {Seq: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	var out struct{ Messages []msgJSON }

@@ -159,3 +159,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+func issueAdmin(g *gateway) (string, error) {
+	return auth.Issue(g.m.Secret, "root", true, time.Hour, time.Now())
+}

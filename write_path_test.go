@@ -141,8 +141,8 @@ func TestMarkConversationRead(t *testing.T) {
 func TestGroupMembership(t *testing.T) {
 	g := startGateway(t)
 	err := g.m.Store.SetGroupMembers(context.Background(), "team", []chunkstore.GroupMember{
-		{GroupID: "team", UserID: "alice", Role: chunkstore.RoleOwner},
-		{GroupID: "team", UserID: "bob", Role: chunkstore.RoleMember},
+		{GroupID: "team", UserID: "alice", Role: im.RoleOwner},
+		{GroupID: "team", UserID: "bob", Role: im.RoleMember},
 	})
 	if err != nil {
 		t.Fatal(err)

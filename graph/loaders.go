@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	gosync "sync"
 	"time"
 
 	"github.com/graph-gophers/dataloader/v7"
@@ -23,6 +24,26 @@ type Loaders struct {
 	chunks *dataloader.Loader[string, *im.Chunk]
 	states *dataloader.Loader[string, imsync.State]
 	access *dataloader.Loader[string, bool]
+
+	// The viewer's conversation list with states, read at most once per request however many
+	// fields (totalUnread, conversations) need it.
+	ledger   *imsync.Ledger
+	viewer   string
+	listOnce gosync.Once
+	list     []imsync.State
+	listErr  error
+}
+
+// viewerConversations returns the viewer's conversations, newest activity first, and primes
+// the state loader with them so that each conversation's fields need no further reads.
+func (l *Loaders) viewerConversations(ctx context.Context) ([]imsync.State, error) {
+	l.listOnce.Do(func() {
+		l.list, l.listErr = l.ledger.UserConversations(ctx, l.viewer)
+		for _, st := range l.list {
+			l.states.Prime(ctx, st.ConversationID, st)
+		}
+	})
+	return l.list, l.listErr
 }
 
 // LoaderOptions tunes the loaders. The zero value is usable.
@@ -32,6 +53,9 @@ type LoaderOptions struct {
 	Wait time.Duration
 	// MaxBatch bounds the keys of one batch (one $in query). Default 1000.
 	MaxBatch int
+	// ObserveBatch, when set, is told each batch's loader ("chunks", "states", "access") and
+	// number of keys; the server feeds it to metrics.
+	ObserveBatch func(loader string, keys int)
 }
 
 func (o LoaderOptions) withDefaults() LoaderOptions {
@@ -48,12 +72,14 @@ func (o LoaderOptions) withDefaults() LoaderOptions {
 func NewLoaders(reader *history.Reader, ledger *imsync.Ledger, viewer string, o LoaderOptions) *Loaders {
 	o = o.withDefaults()
 	return &Loaders{
-		chunks: dataloader.NewBatchedLoader(batch(reader.LoadChunks),
+		ledger: ledger,
+		viewer: viewer,
+		chunks: dataloader.NewBatchedLoader(batch(o, "chunks", reader.LoadChunks),
 			dataloader.WithWait[string, *im.Chunk](o.Wait), dataloader.WithBatchCapacity[string, *im.Chunk](o.MaxBatch)),
-		states: dataloader.NewBatchedLoader(batch(func(ctx context.Context, ids []string) ([]imsync.State, error) {
+		states: dataloader.NewBatchedLoader(batch(o, "states", func(ctx context.Context, ids []string) ([]imsync.State, error) {
 			return ledger.States(ctx, viewer, ids)
 		}), dataloader.WithWait[string, imsync.State](o.Wait), dataloader.WithBatchCapacity[string, imsync.State](o.MaxBatch)),
-		access: dataloader.NewBatchedLoader(batch(func(ctx context.Context, ids []string) ([]bool, error) {
+		access: dataloader.NewBatchedLoader(batch(o, "access", func(ctx context.Context, ids []string) ([]bool, error) {
 			convs := make([]im.Conversation, len(ids))
 			for i, id := range ids {
 				c, err := im.ParseConversationID(id)
@@ -69,8 +95,11 @@ func NewLoaders(reader *history.Reader, ledger *imsync.Ledger, viewer string, o 
 
 // batch adapts an aligned batch function to the dataloader's result shape: one error fails
 // every key of the batch, as a store failure must never read as "no data".
-func batch[V any](fn func(context.Context, []string) ([]V, error)) dataloader.BatchFunc[string, V] {
+func batch[V any](o LoaderOptions, name string, fn func(context.Context, []string) ([]V, error)) dataloader.BatchFunc[string, V] {
 	return func(ctx context.Context, keys []string) []*dataloader.Result[V] {
+		if o.ObserveBatch != nil {
+			o.ObserveBatch(name, len(keys))
+		}
 		out := make([]*dataloader.Result[V], len(keys))
 		vals, err := fn(ctx, keys)
 		if err == nil && len(vals) != len(keys) {

@@ -62,6 +62,31 @@ func (r *mutationResolver) MarkConversationRead(ctx context.Context, conversatio
 	return r.markConversationRead(ctx, conversationID, readSeq)
 }
 
+// RevokeMessage is the resolver for the revokeMessage field.
+func (r *mutationResolver) RevokeMessage(ctx context.Context, conversationID string, seq int64) (*model.Message, error) {
+	return r.revokeMessage(ctx, conversationID, seq)
+}
+
+// DeleteMessages is the resolver for the deleteMessages field.
+func (r *mutationResolver) DeleteMessages(ctx context.Context, conversationID string, seqs []int64, forEveryone *bool) ([]*model.Message, error) {
+	return r.deleteMessages(ctx, conversationID, seqs, forEveryone)
+}
+
+// ClearConversation is the resolver for the clearConversation field.
+func (r *mutationResolver) ClearConversation(ctx context.Context, conversationID string, forEveryone *bool) (*model.Conversation, error) {
+	return r.clearConversation(ctx, conversationID, forEveryone)
+}
+
+// UpsertGroup is the resolver for the upsertGroup field.
+func (r *mutationResolver) UpsertGroup(ctx context.Context, groupID string, members []*model.GroupMemberInput) (*model.Group, error) {
+	return r.upsertGroup(ctx, groupID, members)
+}
+
+// Viewer is the resolver for the viewer field.
+func (r *queryResolver) Viewer(ctx context.Context) (*model.Viewer, error) {
+	return viewerOf(ctx)
+}
+
 // Conversation is the resolver for the conversation field.
 func (r *queryResolver) Conversation(ctx context.Context, id string) (*model.Conversation, error) {
 	_, conv, err := authorize(ctx, id)
@@ -76,6 +101,16 @@ func (r *queryResolver) Messages(ctx context.Context, conversationID string, seq
 	return messagesBySeq(ctx, conversationID, seqs)
 }
 
+// TotalUnread is the resolver for the totalUnread field.
+func (r *viewerResolver) TotalUnread(ctx context.Context, obj *model.Viewer) (int64, error) {
+	return totalUnread(ctx)
+}
+
+// Conversations is the resolver for the conversations field.
+func (r *viewerResolver) Conversations(ctx context.Context, obj *model.Viewer, first *int, after *string) (*model.ConversationConnection, error) {
+	return conversationPage(ctx, first, after)
+}
+
 // Conversation returns ConversationResolver implementation.
 func (r *Resolver) Conversation() ConversationResolver { return &conversationResolver{r} }
 
@@ -85,8 +120,12 @@ func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 // Query returns QueryResolver implementation.
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
+// Viewer returns ViewerResolver implementation.
+func (r *Resolver) Viewer() ViewerResolver { return &viewerResolver{r} }
+
 type (
 	conversationResolver struct{ *Resolver }
 	mutationResolver     struct{ *Resolver }
 	queryResolver        struct{ *Resolver }
+	viewerResolver       struct{ *Resolver }
 )

@@ -7,3 +7,8 @@ package model
 type Conversation struct {
 	ID string
 }
+
+// Viewer is the authenticated user; its fields are resolved from their conversation list.
+type Viewer struct {
+	UserID string
+}

@@ -9,6 +9,26 @@ import (
 	"strconv"
 )
 
+type ConversationConnection struct {
+	Nodes    []*Conversation `json:"nodes"`
+	PageInfo *PageInfo       `json:"pageInfo"`
+}
+
+type Group struct {
+	ID      string         `json:"id"`
+	Members []*GroupMember `json:"members"`
+}
+
+type GroupMember struct {
+	UserID string    `json:"userID"`
+	Role   GroupRole `json:"role"`
+}
+
+type GroupMemberInput struct {
+	UserID string     `json:"userID"`
+	Role   *GroupRole `json:"role,omitempty"`
+}
+
 type History struct {
 	Messages      []*Message `json:"messages"`
 	HasMoreBefore bool       `json:"hasMoreBefore"`
@@ -42,6 +62,11 @@ type MessageOptionsInput struct {
 }
 
 type Mutation struct {
+}
+
+type PageInfo struct {
+	EndCursor   *string `json:"endCursor,omitempty"`
+	HasNextPage bool    `json:"hasNextPage"`
 }
 
 type Query struct {
@@ -117,6 +142,63 @@ func (e *ConversationKind) UnmarshalJSON(b []byte) error {
 }
 
 func (e ConversationKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type GroupRole string
+
+const (
+	GroupRoleOwner  GroupRole = "OWNER"
+	GroupRoleAdmin  GroupRole = "ADMIN"
+	GroupRoleMember GroupRole = "MEMBER"
+)
+
+var AllGroupRole = []GroupRole{
+	GroupRoleOwner,
+	GroupRoleAdmin,
+	GroupRoleMember,
+}
+
+func (e GroupRole) IsValid() bool {
+	switch e {
+	case GroupRoleOwner, GroupRoleAdmin, GroupRoleMember:
+		return true
+	}
+	return false
+}
+
+func (e GroupRole) String() string {
+	return string(e)
+}
+
+func (e *GroupRole) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = GroupRole(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid GroupRole", str)
+	}
+	return nil
+}
+
+func (e GroupRole) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *GroupRole) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e GroupRole) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -10,8 +10,9 @@ import (
 
 // ConversationState is the cached seq state of one conversation.
 type ConversationState struct {
-	MaxSeq int64
-	MinSeq int64
+	MaxSeq   int64
+	MinSeq   int64
+	LastTime int64 // send time of the newest stored message
 	// Cached is false on a miss; the other fields are then zero.
 	Cached bool
 }
@@ -36,7 +37,7 @@ func (c *Cache) GetStates(ctx context.Context, userID string, conversationIDs []
 	pipe := c.rdb.Pipeline()
 	convCmds := make([]*redis.SliceCmd, len(conversationIDs))
 	for i, id := range conversationIDs {
-		convCmds[i] = pipe.HMGet(ctx, c.convKey(id, "seq"), "max", "min")
+		convCmds[i] = pipe.HMGet(ctx, c.convKey(id, "seq"), "max", "min", "time")
 	}
 	var userCmd *redis.SliceCmd
 	if userID != "" {
@@ -56,8 +57,9 @@ func (c *Cache) GetStates(ctx context.Context, userID string, conversationIDs []
 		}
 		maxSeq, ok1 := parseInt(vals[0])
 		minSeq, ok2 := parseInt(vals[1])
-		if ok1 && ok2 {
-			convs[i] = ConversationState{MaxSeq: maxSeq, MinSeq: minSeq, Cached: true}
+		lastTime, ok3 := parseInt(vals[2])
+		if ok1 && ok2 && ok3 {
+			convs[i] = ConversationState{MaxSeq: maxSeq, MinSeq: minSeq, LastTime: lastTime, Cached: true}
 		}
 	}
 	if userCmd != nil {
@@ -96,8 +98,8 @@ return 1`)
 
 // ConversationRaise raises cached conversation state; a nil field is left alone.
 type ConversationRaise struct {
-	ConversationID string
-	MaxSeq, MinSeq *int64
+	ConversationID           string
+	MaxSeq, MinSeq, LastTime *int64
 }
 
 // UserRaise raises one user's cached read state in one conversation; a nil field is left alone.
@@ -122,6 +124,9 @@ func (c *Cache) RaiseStates(ctx context.Context, convs []ConversationRaise, user
 		}
 		if r.MinSeq != nil {
 			args = append(args, "min", *r.MinSeq)
+		}
+		if r.LastTime != nil {
+			args = append(args, "time", *r.LastTime)
 		}
 		if len(args) > 1 {
 			raiseFields.Eval(ctx, pipe, []string{c.convKey(r.ConversationID, "seq")}, args...)

@@ -510,7 +510,7 @@ func TestSeqDocuments(t *testing.T) {
 			}
 		}
 		// Ensure a reservation moves past stored messages it does not cover.
-		if err := e.store.RaiseMaxSeqs(e.ctx, map[string]int64{c: 500}); err != nil {
+		if err := e.store.RaiseMaxSeqs(e.ctx, map[string]chunkstore.StoredMax{c: {Seq: 500}}); err != nil {
 			t.Fatal(err)
 		}
 		doc, err := e.store.ReserveSeqBlock(e.ctx, c, 100)
@@ -524,10 +524,10 @@ func TestSeqDocuments(t *testing.T) {
 
 	t.Run("max seqs", func(t *testing.T) {
 		const c1, c2 = "sg_max1", "sg_max2"
-		if err := e.store.RaiseMaxSeqs(e.ctx, map[string]int64{c1: 50, c2: 7}); err != nil {
+		if err := e.store.RaiseMaxSeqs(e.ctx, map[string]chunkstore.StoredMax{c1: {Seq: 50}, c2: {Seq: 7}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.store.RaiseMaxSeqs(e.ctx, map[string]int64{c1: 30, c2: 9}); err != nil {
+		if err := e.store.RaiseMaxSeqs(e.ctx, map[string]chunkstore.StoredMax{c1: {Seq: 30}, c2: {Seq: 9}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.store.RaiseMinSeq(e.ctx, c1, 10); err != nil {
@@ -593,7 +593,7 @@ func TestSeqDocuments(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					v := 100*round + 10 + w
-					if errs[w] = e.store.RaiseMaxSeqs(e.ctx, map[string]int64{c: v}); errs[w] == nil {
+					if errs[w] = e.store.RaiseMaxSeqs(e.ctx, map[string]chunkstore.StoredMax{c: {Seq: v}}); errs[w] == nil {
 						errs[w] = e.store.RaiseReadSeqs(e.ctx, map[chunkstore.UserSeqKey]int64{k: v})
 					}
 				}()
@@ -694,28 +694,28 @@ func TestClientMsgIDsAndGroups(t *testing.T) {
 	t.Run("group members", func(t *testing.T) {
 		const g = "team"
 		members := []chunkstore.GroupMember{
-			{GroupID: g, UserID: "alice", Role: chunkstore.RoleOwner},
-			{GroupID: g, UserID: "bob", Role: chunkstore.RoleMember},
-			{GroupID: g, UserID: "carol", Role: chunkstore.RoleMember},
+			{GroupID: g, UserID: "alice", Role: im.RoleOwner},
+			{GroupID: g, UserID: "bob", Role: im.RoleMember},
+			{GroupID: g, UserID: "carol", Role: im.RoleMember},
 		}
 		if err := e.store.SetGroupMembers(e.ctx, g, members); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.store.SetGroupMembers(e.ctx, "other", []chunkstore.GroupMember{{GroupID: "other", UserID: "bob", Role: chunkstore.RoleAdmin}}); err != nil {
+		if err := e.store.SetGroupMembers(e.ctx, "other", []chunkstore.GroupMember{{GroupID: "other", UserID: "bob", Role: im.RoleAdmin}}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := e.store.FindGroupMemberships(e.ctx, "bob", []string{g, "other", "none"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 2 || got[g].Role != chunkstore.RoleMember || got["other"].Role != chunkstore.RoleAdmin || got[g].UserID != "bob" {
+		if len(got) != 2 || got[g].Role != im.RoleMember || got["other"].Role != im.RoleAdmin || got[g].UserID != "bob" {
 			t.Fatalf("bob's memberships = %+v", got)
 		}
 
 		// Bob leaves, carol becomes admin.
 		if err := e.store.SetGroupMembers(e.ctx, g, []chunkstore.GroupMember{
-			{GroupID: g, UserID: "alice", Role: chunkstore.RoleOwner},
-			{GroupID: g, UserID: "carol", Role: chunkstore.RoleAdmin},
+			{GroupID: g, UserID: "alice", Role: im.RoleOwner},
+			{GroupID: g, UserID: "carol", Role: im.RoleAdmin},
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -734,7 +734,7 @@ func TestClientMsgIDsAndGroups(t *testing.T) {
 		for _, m := range all {
 			roles[m.UserID] = m.Role
 		}
-		if len(all) != 2 || roles["alice"] != chunkstore.RoleOwner || roles["carol"] != chunkstore.RoleAdmin {
+		if len(all) != 2 || roles["alice"] != im.RoleOwner || roles["carol"] != im.RoleAdmin {
 			t.Fatalf("members = %+v, want alice owner and carol admin", all)
 		}
 	})

@@ -5,7 +5,8 @@
 //	msg            one document per chunk of im.ChunkSize seqs:
 //	               {doc_id: "<conversationID>:<index>", msgs: [100 x slot]}; unique index on doc_id.
 //	seq            one document per conversation:
-//	               {conversation_id, max_seq, min_seq, reserved_seq}; unique index on conversation_id.
+//	               {conversation_id, max_seq, min_seq, reserved_seq, last_time}; unique index on
+//	               conversation_id. last_time is the send time of the newest stored message.
 //	               max_seq is the highest seq that holds a stored message (raised after the chunk
 //	               write, before the sender is acknowledged); reserved_seq is the end of the last
 //	               seq block handed to the Redis allocator. Keeping the two apart is what keeps
@@ -16,6 +17,8 @@
 //	               {conversation_id, client_msg_id, seq}; unique index on both. A retried send
 //	               finds its original seq here instead of storing a duplicate.
 //	group_member   one document per group member: {group_id, user_id, role}; unique index on both.
+//	user_conversation one document per user and conversation on the user's list:
+//	               {user_id, conversation_id}; unique index on both.
 //
 // Only operations that both MongoDB 6+ and FerretDB 1.24 support are used: CRUD with $set,
 // $addToSet, $max, $inc, $setOnInsert, upserts, $in, sort and limit, unique indexes and

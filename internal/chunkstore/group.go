@@ -7,13 +7,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
-// Group member roles, as OpenIM numbers them.
-const (
-	RoleOwner  int32 = 100
-	RoleMember int32 = 20
-	RoleAdmin  int32 = 60
-)
-
 // GroupMember is one member of a group (collection group_member).
 type GroupMember struct {
 	GroupID string `bson:"group_id"`

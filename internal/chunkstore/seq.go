@@ -18,6 +18,13 @@ type ConversationSeqs struct {
 	MinSeq int64 `bson:"min_seq"`
 	// ReservedSeq is the end of the last seq block handed to the allocator.
 	ReservedSeq int64 `bson:"reserved_seq"`
+	// LastTime is the send time (ms) of the newest stored message: the conversation's activity.
+	LastTime int64 `bson:"last_time"`
+}
+
+// StoredMax is what one write stored in a conversation: its highest seq and newest send time.
+type StoredMax struct {
+	Seq, Time int64
 }
 
 // ReserveSeqBlock reserves n more seqs of a conversation for the allocator and returns the
@@ -57,28 +64,34 @@ func (s *Store) updateSeqDoc(ctx context.Context, conversationID, op string, v i
 	return doc, nil
 }
 
-// RaiseMaxSeqs records, per conversation, the highest seq now holding a stored message. $max
-// makes it monotonic and safe under concurrent writers; all conversations go in one bulk write.
-func (s *Store) RaiseMaxSeqs(ctx context.Context, maxSeqs map[string]int64) error {
-	return s.raise(ctx, "raise max seqs", maxSeqs, "max_seq")
+// RaiseMaxSeqs records, per conversation, the highest seq now holding a stored message and the
+// newest send time. $max makes both monotonic and safe under concurrent writers; all
+// conversations go in one bulk write.
+func (s *Store) RaiseMaxSeqs(ctx context.Context, stored map[string]StoredMax) error {
+	values := make(map[string]bson.D, len(stored))
+	for conv, m := range stored {
+		values[conv] = bson.D{{Key: "max_seq", Value: m.Seq}, {Key: "last_time", Value: m.Time}}
+	}
+	return s.raise(ctx, "raise max seqs", values)
 }
 
 // RaiseMinSeq moves a conversation's min seq up (never down).
 func (s *Store) RaiseMinSeq(ctx context.Context, conversationID string, minSeq int64) error {
-	return s.raise(ctx, "raise min seq", map[string]int64{conversationID: minSeq}, "min_seq")
+	return s.raise(ctx, "raise min seq", map[string]bson.D{conversationID: {{Key: "min_seq", Value: minSeq}}})
 }
 
-func (s *Store) raise(ctx context.Context, op string, values map[string]int64, field string) error {
+// raise applies $max with the given fields to each conversation's seq document.
+func (s *Store) raise(ctx context.Context, op string, values map[string]bson.D) error {
 	if len(values) == 0 {
 		return nil
 	}
 	models := make([]mongo.WriteModel, 0, len(values))
 	convs := make([]string, 0, len(values))
-	for conv, v := range values {
+	for conv, fields := range values {
 		convs = append(convs, conv)
 		models = append(models, mongo.NewUpdateOneModel().
 			SetFilter(bson.D{{Key: "conversation_id", Value: conv}}).
-			SetUpdate(bson.D{{Key: "$max", Value: bson.D{{Key: field, Value: v}}}}).
+			SetUpdate(bson.D{{Key: "$max", Value: fields}}).
 			SetUpsert(true))
 	}
 	defer s.lockDocs(CollectionSeqs, convs...)()

@@ -29,6 +29,8 @@ type Store struct {
 	userSeqs     *mongo.Collection
 	clientMsgIDs *mongo.Collection
 	groupMembers *mongo.Collection
+	// userConversations lists each user's conversations.
+	userConversations *mongo.Collection
 }
 
 // Open returns a Store on the database and creates the indexes it relies on. Creating an index
@@ -41,6 +43,8 @@ func Open(ctx context.Context, db *mongo.Database) (*Store, error) {
 		userSeqs:     db.Collection(CollectionUserSeqs),
 		clientMsgIDs: db.Collection(CollectionClientMsgID),
 		groupMembers: db.Collection(CollectionGroupMember),
+
+		userConversations: db.Collection(CollectionUserConversation),
 	}
 	unique := func(c *mongo.Collection, keys ...string) error {
 		d := bson.D{}
@@ -62,6 +66,7 @@ func Open(ctx context.Context, db *mongo.Database) (*Store, error) {
 		{s.userSeqs, []string{"conversation_id", "user_id"}},
 		{s.clientMsgIDs, []string{"conversation_id", "client_msg_id"}},
 		{s.groupMembers, []string{"group_id", "user_id"}},
+		{s.userConversations, []string{"user_id", "conversation_id"}},
 	} {
 		if err := unique(ix.c, ix.keys...); err != nil {
 			return nil, storeError("create indexes", err)

@@ -161,16 +161,19 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 			return err
 		}
 	}
-	maxSeqs := map[string]int64{}
+	maxSeqs := map[string]chunkstore.StoredMax{}
 	reads := map[chunkstore.UserSeqKey]int64{}
 	for _, p := range stored {
-		if p.msg.Seq > maxSeqs[p.conv] {
-			maxSeqs[p.conv] = p.msg.Seq
-		}
+		m := maxSeqs[p.conv]
+		m.Seq, m.Time = max(m.Seq, p.msg.Seq), max(m.Time, p.msg.SendTime)
+		maxSeqs[p.conv] = m
 		k := chunkstore.UserSeqKey{ConversationID: p.conv, UserID: p.msg.SendID}
 		if p.msg.Seq > reads[k] {
 			reads[k] = p.msg.Seq
 		}
+	}
+	if err := in.store.AddUserConversations(ctx, listEntries(maxSeqs)); err != nil {
+		return err
 	}
 	if err := in.ledger.RecordStored(ctx, maxSeqs, reads); err != nil {
 		return err
@@ -303,6 +306,23 @@ func uniqueBySeq(ps []*placement) []*placement {
 		if !seen[p.msg.Seq] {
 			seen[p.msg.Seq] = true
 			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// listEntries puts single chats on both members' conversation lists and notification
+// conversations on their owner's. Groups' lists are kept by their member list (see
+// imsync.Ledger.SetGroup), so a send to a group writes no per-member entry.
+func listEntries(convs map[string]chunkstore.StoredMax) []chunkstore.UserConversation {
+	var out []chunkstore.UserConversation
+	for id := range convs {
+		c, err := im.ParseConversationID(id)
+		if err != nil || (c.Kind != im.SingleChat && c.Kind != im.UserNotification) {
+			continue
+		}
+		for _, u := range c.UserIDs {
+			out = append(out, chunkstore.UserConversation{UserID: u, ConversationID: id})
 		}
 	}
 	return out

@@ -97,10 +97,13 @@ type State struct {
 	MinSeq         int64
 	ReadSeq        int64
 	UserMinSeq     int64
+	// LastTime is the send time (ms) of the newest stored message.
+	LastTime int64
 }
 
-// Unread is the user's unread count, computed from the seqs.
-func (s State) Unread() int64 { return im.Unread(s.MaxSeq, s.ReadSeq, s.UserMinSeq) }
+// Unread is the user's unread count, computed from the seqs. Messages below the lowest seq the
+// user may read (cleared for them or for everyone) never count.
+func (s State) Unread() int64 { return im.Unread(s.MaxSeq, s.ReadSeq, s.VisibleMin()) }
 
 // VisibleMin is the lowest seq the user may read.
 func (s State) VisibleMin() int64 {
@@ -128,7 +131,7 @@ func (l *Ledger) States(ctx context.Context, userID string, conversationIDs []st
 	var convMiss []string
 	var userMiss []chunkstore.UserSeqKey
 	for i, id := range conversationIDs {
-		out[i] = State{ConversationID: id, MaxSeq: convs[i].MaxSeq, MinSeq: convs[i].MinSeq,
+		out[i] = State{ConversationID: id, MaxSeq: convs[i].MaxSeq, MinSeq: convs[i].MinSeq, LastTime: convs[i].LastTime,
 			ReadSeq: users[i].ReadSeq, UserMinSeq: users[i].UserMinSeq}
 		if !convs[i].Cached {
 			convMiss = append(convMiss, id)
@@ -153,8 +156,8 @@ func (l *Ledger) States(ctx context.Context, userID string, conversationIDs []st
 	for i, id := range conversationIDs {
 		if !convs[i].Cached {
 			d := seqDocs[id]
-			out[i].MaxSeq, out[i].MinSeq = d.MaxSeq, d.MinSeq
-			convFill = append(convFill, cache.ConversationRaise{ConversationID: id, MaxSeq: &d.MaxSeq, MinSeq: &d.MinSeq})
+			out[i].MaxSeq, out[i].MinSeq, out[i].LastTime = d.MaxSeq, d.MinSeq, d.LastTime
+			convFill = append(convFill, cache.ConversationRaise{ConversationID: id, MaxSeq: &d.MaxSeq, MinSeq: &d.MinSeq, LastTime: &d.LastTime})
 		}
 		if userID != "" && !users[i].Cached {
 			d := userDocs[chunkstore.UserSeqKey{ConversationID: id, UserID: userID}]
@@ -171,16 +174,16 @@ func (l *Ledger) States(ctx context.Context, userID string, conversationIDs []st
 // RecordStored records what a write stored: the highest stored seq per conversation and the
 // senders' read seqs (a sender has read their own message). MongoDB first, then the cache; the
 // write is acknowledged only after this returns.
-func (l *Ledger) RecordStored(ctx context.Context, maxSeqs map[string]int64, senderReads map[chunkstore.UserSeqKey]int64) error {
-	if err := l.store.RaiseMaxSeqs(ctx, maxSeqs); err != nil {
+func (l *Ledger) RecordStored(ctx context.Context, stored map[string]chunkstore.StoredMax, senderReads map[chunkstore.UserSeqKey]int64) error {
+	if err := l.store.RaiseMaxSeqs(ctx, stored); err != nil {
 		return err
 	}
 	if err := l.store.RaiseReadSeqs(ctx, senderReads); err != nil {
 		return err
 	}
-	convs := make([]cache.ConversationRaise, 0, len(maxSeqs))
-	for conv, seq := range maxSeqs {
-		convs = append(convs, cache.ConversationRaise{ConversationID: conv, MaxSeq: &seq})
+	convs := make([]cache.ConversationRaise, 0, len(stored))
+	for conv, m := range stored {
+		convs = append(convs, cache.ConversationRaise{ConversationID: conv, MaxSeq: &m.Seq, LastTime: &m.Time})
 	}
 	users := make([]cache.UserRaise, 0, len(senderReads))
 	for k, seq := range senderReads {
@@ -229,4 +232,45 @@ func (l *Ledger) MarkRead(ctx context.Context, userID, conversationID string, re
 	l.raiseCache(ctx, nil, []cache.UserRaise{{UserID: userID, ConversationID: conversationID, ReadSeq: &target}})
 	s.ReadSeq = target
 	return s, prev, nil
+}
+
+// ClearForUser hides a conversation's history up to now from userID only: their min seq moves
+// past the max seq, so their unread count becomes 0 and later messages show as usual.
+func (l *Ledger) ClearForUser(ctx context.Context, userID, conversationID string) (State, error) {
+	st, err := l.States(ctx, userID, []string{conversationID})
+	if err != nil {
+		return State{}, err
+	}
+	s := st[0]
+	next := s.MaxSeq + 1
+	if next <= s.UserMinSeq {
+		return s, nil
+	}
+	key := chunkstore.UserSeqKey{ConversationID: conversationID, UserID: userID}
+	if err := l.store.RaiseUserMinSeqs(ctx, map[chunkstore.UserSeqKey]int64{key: next}); err != nil {
+		return State{}, err
+	}
+	l.raiseCache(ctx, nil, []cache.UserRaise{{UserID: userID, ConversationID: conversationID, UserMinSeq: &next}})
+	s.UserMinSeq = next
+	return s, nil
+}
+
+// ClearForEveryone moves the conversation's min seq past its max seq: the history up to now is
+// gone for every member. It returns userID's state after the change.
+func (l *Ledger) ClearForEveryone(ctx context.Context, userID, conversationID string) (State, error) {
+	st, err := l.States(ctx, userID, []string{conversationID})
+	if err != nil {
+		return State{}, err
+	}
+	s := st[0]
+	next := s.MaxSeq + 1
+	if next <= s.MinSeq {
+		return s, nil
+	}
+	if err := l.store.RaiseMinSeq(ctx, conversationID, next); err != nil {
+		return State{}, err
+	}
+	l.raiseCache(ctx, []cache.ConversationRaise{{ConversationID: conversationID, MinSeq: &next}}, nil)
+	s.MinSeq = next
+	return s, nil
 }

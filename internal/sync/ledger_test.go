@@ -78,7 +78,7 @@ func TestAllocateAfterRedisLoss(t *testing.T) {
 		t.Fatalf("first allocation: %d, %v", first, err)
 	}
 	// Seqs 1..3 were stored; the block reserved in MongoDB reaches well beyond.
-	if err := store.RaiseMaxSeqs(ctx, map[string]int64{"si_a_b": 3}); err != nil {
+	if err := store.RaiseMaxSeqs(ctx, map[string]chunkstore.StoredMax{"si_a_b": {Seq: 3}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := rs.FlushAll(); err != nil {

@@ -1,0 +1,136 @@
+package graph
+
+import (
+	"context"
+	"time"
+
+	"github.com/msggate/msggate/graph/model"
+	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/ingest"
+)
+
+// MaxGroupMembers bounds the member list of one upsertGroup.
+const MaxGroupMembers = 5000
+
+// actorIn authorizes the viewer for a conversation and returns them with their group role.
+func (r *Resolver) actorIn(ctx context.Context, conversationID string) (ingest.Actor, im.Conversation, error) {
+	viewer, conv, err := authorize(ctx, conversationID)
+	if err != nil {
+		return ingest.Actor{}, im.Conversation{}, err
+	}
+	role, err := r.Ledger.Role(ctx, viewer.UserID, conv)
+	if err != nil {
+		return ingest.Actor{}, im.Conversation{}, err
+	}
+	return ingest.Actor{UserID: viewer.UserID, Role: role}, conv, nil
+}
+
+// revokeMessage answers Mutation.revokeMessage.
+func (r *Resolver) revokeMessage(ctx context.Context, conversationID string, seq int64) (*model.Message, error) {
+	if err := im.ValidateSeq(seq); err != nil {
+		return nil, err
+	}
+	actor, conv, err := r.actorIn(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	v, err := r.Ingester.Revoke(ctx, actor, conv, seq, time.Now().UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	return messageOf(v), nil
+}
+
+// deleteMessages answers Mutation.deleteMessages.
+func (r *Resolver) deleteMessages(ctx context.Context, conversationID string, seqs []int64, forEveryone *bool) ([]*model.Message, error) {
+	if len(seqs) > im.MaxSeqsPerRequest {
+		return nil, im.Errorf(im.ELIMIT, "at most %d seqs per request, got %d", im.MaxSeqsPerRequest, len(seqs))
+	}
+	for _, s := range seqs {
+		if err := im.ValidateSeq(s); err != nil {
+			return nil, err
+		}
+	}
+	actor, conv, err := r.actorIn(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	views, err := r.Ingester.Delete(ctx, actor, conv, seqs, forEveryone != nil && *forEveryone)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.Message, len(views))
+	for i, v := range views {
+		out[i] = messageOf(v)
+	}
+	return out, nil
+}
+
+// clearConversation answers Mutation.clearConversation and primes the state loader with the
+// state after the change.
+func (r *Resolver) clearConversation(ctx context.Context, conversationID string, forEveryone *bool) (*model.Conversation, error) {
+	actor, conv, err := r.actorIn(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	clear := r.Ledger.ClearForUser
+	if forEveryone != nil && *forEveryone {
+		if !im.CanClearForEveryone(conv.Kind, actor.Role) {
+			return nil, im.Errorf(im.EFORBIDDEN, "only a group's owner or an admin may clear its history for everyone")
+		}
+		clear = r.Ledger.ClearForEveryone
+	}
+	st, err := clear(ctx, actor.UserID, conv.ID)
+	if err != nil {
+		return nil, err
+	}
+	loadersFrom(ctx).states.Clear(ctx, conv.ID).Prime(ctx, conv.ID, st)
+	return &model.Conversation{ID: conv.ID}, nil
+}
+
+var roleOf = map[model.GroupRole]int32{
+	model.GroupRoleOwner:  im.RoleOwner,
+	model.GroupRoleAdmin:  im.RoleAdmin,
+	model.GroupRoleMember: im.RoleMember,
+}
+
+// upsertGroup answers Mutation.upsertGroup (admin tokens only).
+func (r *Resolver) upsertGroup(ctx context.Context, groupID string, members []*model.GroupMemberInput) (*model.Group, error) {
+	viewer, err := auth.ViewerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !viewer.Admin {
+		return nil, im.Errorf(im.EFORBIDDEN, "managing groups needs an admin token")
+	}
+	if err := im.ValidateID("group ID", groupID); err != nil {
+		return nil, err
+	}
+	if len(members) > MaxGroupMembers {
+		return nil, im.Errorf(im.ELIMIT, "a group has at most %d members", MaxGroupMembers)
+	}
+	out := &model.Group{ID: groupID, Members: make([]*model.GroupMember, 0, len(members))}
+	list := make([]chunkstore.GroupMember, 0, len(members))
+	seen := map[string]bool{}
+	for _, m := range members {
+		if err := im.ValidateID("member user ID", m.UserID); err != nil {
+			return nil, err
+		}
+		if seen[m.UserID] {
+			return nil, im.Errorf(im.EINVALID, "%s is listed twice", m.UserID)
+		}
+		seen[m.UserID] = true
+		role := model.GroupRoleMember
+		if m.Role != nil {
+			role = *m.Role
+		}
+		list = append(list, chunkstore.GroupMember{GroupID: groupID, UserID: m.UserID, Role: roleOf[role]})
+		out.Members = append(out.Members, &model.GroupMember{UserID: m.UserID, Role: role})
+	}
+	if err := r.Ledger.SetGroup(ctx, groupID, list); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,67 @@
+package chunkstore
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// CollectionUserConversation lists, per user, the conversations they have: written when a
+// single chat or notification conversation gets its messages and when a group's member list
+// changes. The viewer's conversation list is read from it.
+const CollectionUserConversation = "user_conversation"
+
+// UserConversation is one entry of a user's conversation list.
+type UserConversation struct {
+	UserID         string `bson:"user_id"`
+	ConversationID string `bson:"conversation_id"`
+}
+
+// AddUserConversations puts conversations on users' lists, in one bulk write; entries that
+// exist stay as they are.
+func (s *Store) AddUserConversations(ctx context.Context, entries []UserConversation) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	models := make([]mongo.WriteModel, 0, len(entries))
+	for _, e := range entries {
+		models = append(models, mongo.NewUpdateOneModel().
+			SetFilter(bson.D{{Key: "user_id", Value: e.UserID}, {Key: "conversation_id", Value: e.ConversationID}}).
+			SetUpdate(bson.D{{Key: "$setOnInsert", Value: bson.D{{Key: "user_id", Value: e.UserID}}}}).
+			SetUpsert(true))
+	}
+	return bulkUpsert(ctx, s.userConversations, "add user conversations", models)
+}
+
+// RemoveUserConversation takes a conversation off the lists of the given users.
+func (s *Store) RemoveUserConversation(ctx context.Context, conversationID string, userIDs []string) error {
+	if len(userIDs) == 0 {
+		return nil
+	}
+	_, err := s.userConversations.DeleteMany(ctx, bson.D{
+		{Key: "conversation_id", Value: conversationID},
+		{Key: "user_id", Value: bson.D{{Key: "$in", Value: userIDs}}},
+	})
+	return storeError("remove user conversations", err)
+}
+
+// FindUserConversations returns the IDs of a user's conversations, at most limit of them, in
+// one query.
+func (s *Store) FindUserConversations(ctx context.Context, userID string, limit int64) ([]string, error) {
+	cur, err := s.userConversations.Find(ctx, bson.D{{Key: "user_id", Value: userID}},
+		options.Find().SetLimit(limit).SetProjection(bson.D{{Key: "conversation_id", Value: 1}}))
+	if err != nil {
+		return nil, storeError("find user conversations", err)
+	}
+	var docs []UserConversation
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, storeError("find user conversations", err)
+	}
+	ids := make([]string, len(docs))
+	for i, d := range docs {
+		ids[i] = d.ConversationID
+	}
+	return ids, nil
+}

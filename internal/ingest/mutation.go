@@ -1,0 +1,160 @@
+package ingest
+
+import (
+	"context"
+	"sort"
+
+	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/im"
+)
+
+// Actor is who changes messages: the user and, in a group, their role there.
+type Actor struct {
+	UserID string
+	Role   int32
+}
+
+// readSlots reads the slots of seqs straight from MongoDB: permission checks must see the
+// truth, not a cached copy. The result is aligned with seqs.
+func (in *Ingester) readSlots(ctx context.Context, conversationID string, seqs []int64) ([]*im.Slot, error) {
+	groups := im.GroupSeqsByDocID(conversationID, seqs)
+	docIDs := make([]string, len(groups))
+	for i, g := range groups {
+		docIDs[i] = g.DocID
+	}
+	chunks, err := in.store.FindChunks(ctx, docIDs)
+	if err != nil {
+		return nil, err
+	}
+	byDoc := make(map[string]*im.Chunk, len(chunks))
+	for i, c := range chunks {
+		byDoc[docIDs[i]] = c
+	}
+	out := make([]*im.Slot, len(seqs))
+	for i, s := range seqs {
+		out[i] = byDoc[im.DocID(conversationID, s)].Slot(s)
+	}
+	return out, nil
+}
+
+// visible checks that every seq is one the actor may see: within [their min seq, max seq].
+func (in *Ingester) visible(ctx context.Context, actor string, conv im.Conversation, seqs []int64) error {
+	st, err := in.ledger.States(ctx, actor, []string{conv.ID})
+	if err != nil {
+		return err
+	}
+	for _, s := range seqs {
+		if s < st[0].VisibleMin() || s > st[0].MaxSeq {
+			return im.Errorf(im.ENOTFOUND, "no message at seq %d in %s", s, conv.ID)
+		}
+	}
+	return nil
+}
+
+// Revoke withholds a message's content from everyone (see im.CanActOnMessage for who may).
+// Revoking a revoked message changes nothing. It returns the message as the actor now sees it.
+func (in *Ingester) Revoke(ctx context.Context, actor Actor, conv im.Conversation, seq int64, now int64) (im.MessageView, error) {
+	if err := in.visible(ctx, actor.UserID, conv, []int64{seq}); err != nil {
+		return im.MessageView{}, err
+	}
+	slots, err := in.readSlots(ctx, conv.ID, []int64{seq})
+	if err != nil {
+		return im.MessageView{}, err
+	}
+	slot := slots[0]
+	switch {
+	case slot == nil || slot.Msg == nil || slot.Msg.Status == im.DeletedMessageStatus:
+		return im.MessageView{}, im.Errorf(im.ENOTFOUND, "no message at seq %d in %s", seq, conv.ID)
+	case !im.CanActOnMessage(conv.Kind, actor.UserID, actor.Role, slot.Msg.SendID):
+		return im.MessageView{}, im.Errorf(im.EFORBIDDEN, "only the sender or a group's owner or admin may revoke this message")
+	}
+	if slot.Revoke == nil {
+		r := im.Revoke{UserID: actor.UserID, Role: actor.Role, Time: now}
+		if _, err := in.store.Revoke(ctx, conv.ID, seq, r); err != nil {
+			return im.MessageView{}, err
+		}
+		if err := in.cache.InvalidateChunks(ctx, []string{im.DocID(conv.ID, seq)}); err != nil {
+			return im.MessageView{}, err
+		}
+		slot.Revoke = &r
+	}
+	return im.ViewSlot(conv.ID, seq, slot, actor.UserID), nil
+}
+
+// Delete hides messages from the actor only, or wipes them for everyone (the sender of each,
+// or a group's owner or admin). Seqs holding no message are skipped. It returns the messages
+// as the actor now sees them, aligned with seqs.
+func (in *Ingester) Delete(ctx context.Context, actor Actor, conv im.Conversation, seqs []int64, forEveryone bool) ([]im.MessageView, error) {
+	if len(seqs) > im.MaxSeqsPerRequest {
+		return nil, im.Errorf(im.ELIMIT, "at most %d seqs per request, got %d", im.MaxSeqsPerRequest, len(seqs))
+	}
+	uniq := uniqueSeqs(seqs)
+	if err := in.visible(ctx, actor.UserID, conv, uniq); err != nil {
+		return nil, err
+	}
+	slots, err := in.readSlots(ctx, conv.ID, uniq)
+	if err != nil {
+		return nil, err
+	}
+	var present []int64
+	var msgs []*im.Message
+	for i, slot := range slots {
+		if slot == nil || slot.Msg == nil || slot.Msg.Status == im.DeletedMessageStatus {
+			continue
+		}
+		if forEveryone && !im.CanActOnMessage(conv.Kind, actor.UserID, actor.Role, slot.Msg.SendID) {
+			return nil, im.Errorf(im.EFORBIDDEN, "only the sender or a group's owner or admin may delete seq %d for everyone", uniq[i])
+		}
+		present = append(present, uniq[i])
+		msgs = append(msgs, slot.Msg)
+	}
+	if len(present) > 0 {
+		if forEveryone {
+			err = in.store.DeleteForEveryone(ctx, conv.ID, msgs)
+		} else {
+			err = in.store.DeleteForUser(ctx, conv.ID, present, actor.UserID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var docIDs []string
+		for _, g := range im.GroupSeqsByDocID(conv.ID, present) {
+			docIDs = append(docIDs, g.DocID)
+		}
+		if err := in.cache.InvalidateChunks(ctx, docIDs); err != nil {
+			return nil, err
+		}
+	}
+	bySeq := make(map[int64]*im.Slot, len(uniq))
+	for i, s := range uniq {
+		slot := slots[i]
+		if slot != nil && slot.Msg != nil {
+			copySlot := *slot
+			if forEveryone {
+				copySlot.Msg = chunkstore.Tombstone(slot.Msg)
+			} else {
+				copySlot.DelList = append(append([]string(nil), slot.DelList...), actor.UserID)
+			}
+			slot = &copySlot
+		}
+		bySeq[s] = slot
+	}
+	out := make([]im.MessageView, len(seqs))
+	for i, s := range seqs {
+		out[i] = im.ViewSlot(conv.ID, s, bySeq[s], actor.UserID)
+	}
+	return out, nil
+}
+
+func uniqueSeqs(seqs []int64) []int64 {
+	out := append([]int64(nil), seqs...)
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	n := 0
+	for i, s := range out {
+		if i == 0 || s != out[i-1] {
+			out[n] = s
+			n++
+		}
+	}
+	return out[:n]
+}

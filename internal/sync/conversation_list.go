@@ -1,0 +1,90 @@
+package sync
+
+import (
+	"context"
+	"sort"
+
+	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/im"
+)
+
+// MaxConversationsPerUser bounds the conversations a user's list is built from. The list is
+// sorted by activity in memory (activity lives in each conversation's seq state, which every
+// send already updates, so no per-member index has to be rewritten on every message).
+const MaxConversationsPerUser = 10000
+
+// UserConversations returns userID's conversations with their state, newest activity first
+// (ties by conversation ID): one MongoDB query for the list, then States.
+func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]State, error) {
+	ids, err := l.store.FindUserConversations(ctx, userID, MaxConversationsPerUser)
+	if err != nil {
+		return nil, err
+	}
+	states, err := l.States(ctx, userID, ids)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(states, func(i, j int) bool {
+		if states[i].LastTime != states[j].LastTime {
+			return states[i].LastTime > states[j].LastTime
+		}
+		return states[i].ConversationID < states[j].ConversationID
+	})
+	return states, nil
+}
+
+// Role returns userID's role in a group conversation, 0 when they are not a member or the
+// conversation is not a group's.
+func (l *Ledger) Role(ctx context.Context, userID string, conv im.Conversation) (int32, error) {
+	if conv.GroupID == "" {
+		return 0, nil
+	}
+	m, err := l.store.FindGroupMemberships(ctx, userID, []string{conv.GroupID})
+	if err != nil {
+		return 0, err
+	}
+	return m[conv.GroupID].Role, nil
+}
+
+// SetGroup makes members the group's member list and keeps its members' conversation lists in
+// step: added members get the group's chat and notification conversations, removed members
+// lose them (and with them, access).
+func (l *Ledger) SetGroup(ctx context.Context, groupID string, members []chunkstore.GroupMember) error {
+	chat, err := im.GroupConversationID(groupID)
+	if err != nil {
+		return err
+	}
+	notes, _ := im.GroupNotificationConversationID(groupID)
+	before, err := l.store.GroupMembers(ctx, groupID)
+	if err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	var entries []chunkstore.UserConversation
+	for _, m := range members {
+		keep[m.UserID] = true
+		entries = append(entries,
+			chunkstore.UserConversation{UserID: m.UserID, ConversationID: chat},
+			chunkstore.UserConversation{UserID: m.UserID, ConversationID: notes})
+	}
+	var gone []string
+	for _, m := range before {
+		if !keep[m.UserID] {
+			gone = append(gone, m.UserID)
+		}
+	}
+	// Lists are trusted by the conversation list, so departed members lose the entries
+	// before the member list changes: a failure in between leaves access narrower, not wider.
+	for _, conv := range []string{chat, notes} {
+		if err := l.store.RemoveUserConversation(ctx, conv, gone); err != nil {
+			return err
+		}
+	}
+	if err := l.store.SetGroupMembers(ctx, groupID, members); err != nil {
+		return err
+	}
+	if err := l.store.AddUserConversations(ctx, entries); err != nil {
+		return err
+	}
+	return nil
+}
