@@ -45,6 +45,13 @@ func errorPresenter(logger *slog.Logger) graphql.ErrorPresenterFunc {
 			if _, own := err.(*gqlerror.Error); own && gerr.Extensions["code"] != nil {
 				return gerr
 			}
+			// Before an operation exists, gqlgen's only errors are about the request itself (a
+			// body that is not JSON, a query that is not a string): the client's mistake.
+			if _, own := err.(*gqlerror.Error); own && !graphql.HasOperationContext(ctx) {
+				gerr.Message = "the request body is not a valid GraphQL request"
+				gerr.Extensions = map[string]any{"code": CodeBadUserInput}
+				return gerr
+			}
 			domain = &im.Error{Code: im.EINTERNAL, Message: "internal error", Cause: err}
 		}
 		code := codeOf[domain.Code]

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/msggate/msggate/internal/im"
 )
@@ -29,4 +30,13 @@ func (s *Store) FindChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, e
 		out[i] = byID[id]
 	}
 	return out, nil
+}
+
+// Empty reports whether the store holds no chunk at all (a new installation).
+func (s *Store) Empty(ctx context.Context) (bool, error) {
+	n, err := s.chunks.CountDocuments(ctx, bson.D{}, options.Count().SetLimit(1))
+	if err != nil {
+		return false, storeError("count chunks", err)
+	}
+	return n == 0, nil
 }

@@ -43,6 +43,17 @@ const maxWriteAttempts = 5
 // The outcomes are aligned with msgs. An error means some slots may be written and others not;
 // calling again with the same messages is safe.
 func (s *Store) WriteMessages(ctx context.Context, conversationID string, msgs []*im.Message) ([]SlotOutcome, error) {
+	return s.writeMessages(ctx, conversationID, msgs, false)
+}
+
+// RewriteMessages is WriteMessages for messages that were probably stored already (retries of
+// earlier sends): it reads each chunk first and writes only the slots still empty. On a large
+// chunk that costs one read instead of a failing conditional update followed by the read.
+func (s *Store) RewriteMessages(ctx context.Context, conversationID string, msgs []*im.Message) ([]SlotOutcome, error) {
+	return s.writeMessages(ctx, conversationID, msgs, true)
+}
+
+func (s *Store) writeMessages(ctx context.Context, conversationID string, msgs []*im.Message, readFirst bool) ([]SlotOutcome, error) {
 	outcomes := make([]SlotOutcome, len(msgs))
 	seqs := make([]int64, len(msgs))
 	bySeq := make(map[int64]int, len(msgs))
@@ -61,62 +72,80 @@ func (s *Store) WriteMessages(ctx context.Context, conversationID string, msgs [
 		for j, seq := range g.Seqs {
 			pos[j] = bySeq[seq]
 		}
-		if err := s.writeChunk(ctx, g.DocID, msgs, pos, outcomes); err != nil {
+		if err := s.writeChunk(ctx, g.DocID, msgs, pos, outcomes, readFirst); err != nil {
 			return outcomes, err
 		}
 	}
 	return outcomes, nil
 }
 
-func (s *Store) writeChunk(ctx context.Context, docID string, msgs []*im.Message, pending []int, outcomes []SlotOutcome) error {
+// The steps of writing one chunk.
+const (
+	stepInsert = iota // insert the whole chunk with the pending messages in place
+	stepUpdate        // conditional $set of the pending slots
+	stepRead          // read the chunk back to settle retries and collisions
+)
+
+func (s *Store) writeChunk(ctx context.Context, docID string, msgs []*im.Message, pending []int, outcomes []SlotOutcome, readFirst bool) error {
 	sort.Slice(pending, func(a, b int) bool { return msgs[pending[a]].Seq < msgs[pending[b]].Seq })
-	insertFirst := im.SlotIndex(msgs[pending[0]].Seq) == 0
-	for attempt := 0; attempt < maxWriteAttempts && len(pending) > 0; attempt++ {
-		if insertFirst {
+	step := stepUpdate
+	switch {
+	case readFirst:
+		step = stepRead
+	case im.SlotIndex(msgs[pending[0]].Seq) == 0:
+		step = stepInsert
+	}
+	stored := func() {
+		for _, i := range pending {
+			outcomes[i] = Stored
+		}
+		pending = nil
+	}
+	for attempt := 0; attempt < 3*maxWriteAttempts && len(pending) > 0; attempt++ {
+		switch step {
+		case stepInsert:
 			inserted, err := s.insertChunk(ctx, docID, msgs, pending)
 			if err != nil {
 				return err
 			}
 			if inserted {
-				for _, i := range pending {
-					outcomes[i] = Stored
-				}
-				return nil
+				stored()
 			}
-			insertFirst = false // someone created the chunk first: update it instead
-		}
-		matched, err := s.setEmptySlots(ctx, docID, msgs, pending)
-		if err != nil {
-			return err
-		}
-		if matched {
+			step = stepUpdate // someone created the chunk first: update it instead
+		case stepUpdate:
+			matched, err := s.setEmptySlots(ctx, docID, msgs, pending)
+			if err != nil {
+				return err
+			}
+			if matched {
+				stored()
+			}
+			// No match: the chunk does not exist, or a target slot is no longer empty.
+			step = stepRead
+		case stepRead:
+			chunk, err := s.findChunk(ctx, docID)
+			if err != nil {
+				return err
+			}
+			if chunk == nil {
+				step = stepInsert
+				continue
+			}
+			still := pending[:0]
 			for _, i := range pending {
-				outcomes[i] = Stored
+				slot := chunk.Slot(msgs[i].Seq)
+				switch {
+				case slot == nil || slot.Msg == nil:
+					still = append(still, i)
+				case im.SameMessage(slot.Msg, msgs[i]):
+					outcomes[i] = AlreadyStored
+				default:
+					outcomes[i] = Taken
+				}
 			}
-			return nil
+			pending = still
+			step = stepUpdate
 		}
-		// No match: the chunk does not exist, or a target slot is no longer empty.
-		chunk, err := s.findChunk(ctx, docID)
-		if err != nil {
-			return err
-		}
-		if chunk == nil {
-			insertFirst = true
-			continue
-		}
-		still := pending[:0]
-		for _, i := range pending {
-			slot := chunk.Slot(msgs[i].Seq)
-			switch {
-			case slot == nil || slot.Msg == nil:
-				still = append(still, i)
-			case im.SameMessage(slot.Msg, msgs[i]):
-				outcomes[i] = AlreadyStored
-			default:
-				outcomes[i] = Taken
-			}
-		}
-		pending = still
 	}
 	if len(pending) > 0 {
 		return im.Errorf(im.ECONFLICT, "chunk %s kept changing under concurrent writes; retry", docID)

@@ -27,16 +27,36 @@ func (s *Store) FindClientMsgSeqs(ctx context.Context, keys []ClientMsgKey) (map
 	if len(keys) == 0 {
 		return out, nil
 	}
-	or := make(bson.A, 0, len(keys))
+	// One query with two $in lists rather than an $or of pairs: FerretDB evaluates a large $or
+	// clause by clause and slows down badly, while $in costs one set lookup per document. The
+	// few pairs that match both lists without being asked for are dropped below.
+	convs, ids := map[string]bool{}, map[string]bool{}
+	var convList, idList []string
 	for _, k := range keys {
-		or = append(or, bson.D{{Key: "conversation_id", Value: k.ConversationID}, {Key: "client_msg_id", Value: k.ClientMsgID}})
+		if !convs[k.ConversationID] {
+			convs[k.ConversationID] = true
+			convList = append(convList, k.ConversationID)
+		}
+		if !ids[k.ClientMsgID] {
+			ids[k.ClientMsgID] = true
+			idList = append(idList, k.ClientMsgID)
+		}
 	}
-	docs, err := findAll[clientMsgDoc](ctx, s.clientMsgIDs, "find client message ids", bson.D{{Key: "$or", Value: or}})
+	want := make(map[ClientMsgKey]bool, len(keys))
+	for _, k := range keys {
+		want[k] = true
+	}
+	docs, err := findAll[clientMsgDoc](ctx, s.clientMsgIDs, "find client message ids", bson.D{
+		{Key: "client_msg_id", Value: bson.D{{Key: "$in", Value: idList}}},
+		{Key: "conversation_id", Value: bson.D{{Key: "$in", Value: convList}}},
+	})
 	if err != nil {
 		return nil, err
 	}
 	for _, d := range docs {
-		out[d.ClientMsgKey] = d.Seq
+		if want[d.ClientMsgKey] {
+			out[d.ClientMsgKey] = d.Seq
+		}
 	}
 	return out, nil
 }

@@ -277,20 +277,37 @@ func (in *Ingester) write(ctx context.Context, pending []*placement) ([]*placeme
 	var again []*placement
 	var touched []string
 	for _, conv := range convs {
-		ps := uniqueBySeq(byConv[conv])
-		msgs := make([]*im.Message, len(ps))
-		for i, p := range ps {
-			msgs[i] = p.msg
-			touched = append(touched, im.DocID(conv, p.msg.Seq))
+		// Retries were probably stored by their first attempt: their chunks are read before
+		// anything is written.
+		var fresh, retries []*placement
+		for _, p := range uniqueBySeq(byConv[conv]) {
+			if p.retry {
+				retries = append(retries, p)
+			} else {
+				fresh = append(fresh, p)
+			}
 		}
-		outcomes, err := in.store.WriteMessages(ctx, conv, msgs)
-		if err != nil {
-			return nil, touched, err
-		}
-		for i, o := range outcomes {
-			if o == chunkstore.Taken {
-				ps[i].msg.Seq = 0
-				again = append(again, ps[i])
+		for _, part := range []struct {
+			ps    []*placement
+			write func(context.Context, string, []*im.Message) ([]chunkstore.SlotOutcome, error)
+		}{{fresh, in.store.WriteMessages}, {retries, in.store.RewriteMessages}} {
+			if len(part.ps) == 0 {
+				continue
+			}
+			msgs := make([]*im.Message, len(part.ps))
+			for i, p := range part.ps {
+				msgs[i] = p.msg
+				touched = append(touched, im.DocID(conv, p.msg.Seq))
+			}
+			outcomes, err := part.write(ctx, conv, msgs)
+			if err != nil {
+				return nil, touched, err
+			}
+			for i, o := range outcomes {
+				if o == chunkstore.Taken {
+					part.ps[i].msg.Seq = 0
+					again = append(again, part.ps[i])
+				}
 			}
 		}
 	}

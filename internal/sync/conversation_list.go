@@ -13,16 +13,24 @@ import (
 // send already updates, so no per-member index has to be rewritten on every message).
 const MaxConversationsPerUser = 10000
 
-// UserConversations returns userID's conversations with their state, newest activity first
-// (ties by conversation ID): one MongoDB query for the list, then States.
+// UserConversations returns userID's conversations that hold messages, with their state,
+// newest activity first (ties by conversation ID): one MongoDB query for the list, then States.
 func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]State, error) {
 	ids, err := l.store.FindUserConversations(ctx, userID, MaxConversationsPerUser)
 	if err != nil {
 		return nil, err
 	}
-	states, err := l.States(ctx, userID, ids)
+	all, err := l.States(ctx, userID, ids)
 	if err != nil {
 		return nil, err
+	}
+	// A conversation without messages has no activity to show yet (a group's notification
+	// conversation before its first notification, say).
+	states := all[:0]
+	for _, st := range all {
+		if st.MaxSeq > 0 {
+			states = append(states, st)
+		}
 	}
 	sort.Slice(states, func(i, j int) bool {
 		if states[i].LastTime != states[j].LastTime {
