@@ -3,7 +3,10 @@ package graph
 import (
 	"log/slog"
 	"net/http"
+	"time"
 
+	"github.com/99designs/gqlgen/complexity"
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
@@ -13,6 +16,9 @@ import (
 
 // HandlerOptions configures the GraphQL HTTP handler. The zero value is usable except for
 // JWTSecret, which must be set.
+//
+// Each limit refuses a request with a LIMIT_EXCEEDED error before any store is asked. A zero
+// limit takes its default (the Default* constants); a negative one switches the limit off.
 type HandlerOptions struct {
 	// JWTSecret verifies bearer tokens (HS256).
 	JWTSecret []byte
@@ -21,38 +27,105 @@ type HandlerOptions struct {
 	Introspection bool
 	// MaxBodyBytes bounds a request body. Default 1 MiB.
 	MaxBodyBytes int64
+	// MaxTokens bounds the tokens of a query, checked while it is parsed. Default 15000.
+	MaxTokens int
+	// MaxDepth bounds how deep fields nest, introspection aside. Default 12.
+	MaxDepth int
+	// MaxAliases bounds the aliased fields of an operation. Default 30.
+	MaxAliases int
+	// MaxComplexity bounds an operation's cost, about the number of objects it can resolve
+	// with list sizes counted (complexity.go prices the lists). Default 5000.
+	MaxComplexity int
+	// RequestTimeout bounds the time a request may take; its store calls give up when it is
+	// over. Default 30s.
+	RequestTimeout time.Duration
+	// RateLimiter keeps the per-user token buckets; nil means no rate limit.
+	RateLimiter RateLimiter
+	// RateLimit is the sustained requests a second each user may make. Default 20.
+	RateLimit float64
+	// RateBurst is the requests a user may make at once after a quiet spell. Default 40.
+	RateBurst int
+	// PersistedQueries keeps the queries of automatic persisted queries (APQ). Default: an
+	// in-process LRU of 1000, which other instances do not see.
+	PersistedQueries graphql.Cache[string]
 	// Loaders tunes the per-request dataloaders.
 	Loaders LoaderOptions
 	// Logger receives internal errors. Default slog.Default().
 	Logger *slog.Logger
+	// Extensions are installed first, in order, so that they wrap every other extension
+	// (metrics must see every answer, the limits' too).
+	Extensions []graphql.HandlerExtension
 }
 
-// NewHandler returns the GraphQL endpoint: GET and POST transports, a parsed-query cache, the
-// error presenter and panic recovery, behind the middleware that authenticates the request
-// and creates its loaders.
+// NewHandler returns the GraphQL endpoint: GET and POST transports, automatic persisted
+// queries, a parsed-query cache, the limits, the error presenter and panic recovery, behind
+// the middleware that authenticates the request and creates its loaders.
 func NewHandler(r *Resolver, o HandlerOptions) http.Handler {
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = 1 << 20
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o = o.withDefaults()
 	if r.Logger == nil {
 		r.Logger = o.Logger
 	}
-	srv := handler.New(NewExecutableSchema(Config{Resolvers: r}))
+	cfg := Config{Resolvers: r}
+	priceLists(&cfg.Complexity)
+	srv := handler.New(NewExecutableSchema(cfg))
+	for _, ext := range o.Extensions {
+		srv.Use(ext)
+	}
+	srv.AddTransport(refusedTransport{})
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	srv.Use(persistedQueries(o.PersistedQueries))
+	if o.MaxTokens > 0 {
+		srv.SetParserTokenLimit(o.MaxTokens)
+	}
 	if o.Introspection {
 		srv.Use(extension.Introspection{})
 	}
-	srv.SetErrorPresenter(errorPresenter(o.Logger))
+	srv.Use(shapeLimit{maxDepth: o.MaxDepth, maxAliases: o.MaxAliases, introspection: o.Introspection})
+	if o.MaxComplexity > 0 {
+		srv.Use(extension.FixedComplexityLimit(o.MaxComplexity, complexity.WithFixedScalarValue(0)))
+	}
+	srv.AroundRootFields(timeLimit)
+	srv.SetErrorPresenter(presentLimits(errorPresenter(o.Logger), o.RequestTimeout, o.Logger))
 	srv.SetRecoverFunc(recoverFunc(o.Logger))
-	limited := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		req.Body = http.MaxBytesReader(w, req.Body, o.MaxBodyBytes)
-		srv.ServeHTTP(w, req)
-	})
-	return withLoaders(r, o.JWTSecret, o.Loaders, limited)
+	h := gated(srv,
+		bodyGate(o.MaxBodyBytes),
+		rateGate(o.RateLimiter, o.RateLimit, o.RateBurst, o.Logger))
+	return withLoaders(r, o.JWTSecret, o.Loaders, withDeadline(o.RequestTimeout, h))
+}
+
+func (o HandlerOptions) withDefaults() HandlerOptions {
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxTokens == 0 {
+		o.MaxTokens = DefaultMaxTokens
+	}
+	if o.MaxDepth == 0 {
+		o.MaxDepth = DefaultMaxDepth
+	}
+	if o.MaxAliases == 0 {
+		o.MaxAliases = DefaultMaxAliases
+	}
+	if o.MaxComplexity == 0 {
+		o.MaxComplexity = DefaultMaxComplexity
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.RateLimit == 0 {
+		o.RateLimit = DefaultRateLimit
+	}
+	if o.RateBurst == 0 {
+		o.RateBurst = DefaultRateBurst
+	}
+	if o.PersistedQueries == nil {
+		o.PersistedQueries = lru.New[string](1000)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
 }

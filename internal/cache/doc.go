@@ -9,6 +9,8 @@
 //	<prefix>{<conversationID>}:alloc          hash {curr, last}: allocator position and block end
 //	<prefix>{<conversationID>}:alloclock      string: token of the instance refilling the block
 //	<prefix>{u:<userID>}:read                 hash {<conversationID>: read seq, <conversationID>|min: user min seq}
+//	<prefix>{u:<userID>}:rate                 hash: the user's request token bucket
+//	<prefix>apq:<sha256>                      string: a persisted query's text
 //
 // Every cached value is a copy of MongoDB's; MongoDB is written first. Monotonic values (max,
 // min and read seqs) are only ever raised, so a slow reader's fill can never lower them. Chunks
