@@ -14,6 +14,11 @@ type Reader struct {
 	store  *chunkstore.Store
 	cache  *cache.Cache
 	logger *slog.Logger
+
+	// ObserveCache, when set, is told how many chunks each load found in the cache and how
+	// many it had to look up in MongoDB (all of them while the cache fails). Set it before
+	// the Reader is used; the server feeds it to metrics.
+	ObserveCache func(hits, misses int)
 }
 
 // NewReader returns a Reader. logger receives cache failures that were worked around; nil
@@ -45,6 +50,9 @@ func (r *Reader) LoadChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, 
 		}
 		missIDs = append(missIDs, docIDs[i])
 		missAt = append(missAt, i)
+	}
+	if r.ObserveCache != nil {
+		r.ObserveCache(len(docIDs)-len(missIDs), len(missIDs))
 	}
 	if len(missIDs) == 0 {
 		return out, nil

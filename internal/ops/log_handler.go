@@ -1,0 +1,43 @@
+package ops
+
+import (
+	"context"
+	"log/slog"
+)
+
+// WithRequestIDs returns a logger that adds request_id to every line logged with the context
+// of a request (logger.InfoContext(ctx, ...) and the like), so that every part of msggate can
+// be correlated with the access log without passing the ID around. A nil logger stands for
+// slog.Default(); a logger that already adds them is returned as it is.
+func WithRequestIDs(logger *slog.Logger) *slog.Logger {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if _, ok := logger.Handler().(requestIDHandler); ok {
+		return logger
+	}
+	return slog.New(requestIDHandler{logger.Handler()})
+}
+
+type requestIDHandler struct{ next slog.Handler }
+
+func (h requestIDHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.next.Enabled(ctx, level)
+}
+
+func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id := RequestID(ctx); id != "" {
+		// Clone: the record may share its attribute storage with the caller's.
+		r = r.Clone()
+		r.AddAttrs(slog.String("request_id", id))
+	}
+	return h.next.Handle(ctx, r)
+}
+
+func (h requestIDHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return requestIDHandler{h.next.WithAttrs(attrs)}
+}
+
+func (h requestIDHandler) WithGroup(name string) slog.Handler {
+	return requestIDHandler{h.next.WithGroup(name)}
+}

@@ -1,0 +1,169 @@
+package ops
+
+import (
+	"net/http"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// latencyBuckets span a Redis call on loopback (well under a millisecond) up to a slow
+// GraphQL request; Prometheus's default buckets start at 5ms and would put every Redis call
+// in the first one.
+var latencyBuckets = []float64{.0002, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// batchBuckets cover one key up to a loader's default batch capacity (1000).
+var batchBuckets = []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}
+
+// Metrics is one gateway's Prometheus registry and the collectors msggate records into. Each
+// Metrics has a registry of its own rather than the process-wide default, so that several
+// gateways in one process (tests do this) never collide. It is safe for concurrent use.
+type Metrics struct {
+	registry *prometheus.Registry
+
+	graphqlRequests *prometheus.CounterVec
+	graphqlDuration *prometheus.HistogramVec
+	graphqlErrors   *prometheus.CounterVec
+	batchSize       *prometheus.HistogramVec
+	cacheHits       prometheus.Counter
+	cacheMisses     prometheus.Counter
+	mongoDuration   *prometheus.HistogramVec
+	mongoFailures   *prometheus.CounterVec
+	redisDuration   *prometheus.HistogramVec
+	redisFailures   *prometheus.CounterVec
+
+	operations operationNames
+}
+
+// NewMetrics returns a Metrics with every msggate series registered, plus the Go runtime and
+// process collectors.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		graphqlRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msggate_graphql_requests_total",
+			Help: "GraphQL operations answered, by operation name; (anonymous), (invalid) before an operation was chosen, (other) past 500 names.",
+		}, []string{"operation"}),
+		graphqlDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "msggate_graphql_request_duration_seconds",
+			Help:    "Time from reading a GraphQL request to its answer, by operation name.",
+			Buckets: latencyBuckets,
+		}, []string{"operation"}),
+		graphqlErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msggate_graphql_errors_total",
+			Help: "GraphQL errors answered, by operation name and extensions.code.",
+		}, []string{"operation", "code"}),
+		batchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "msggate_dataloader_batch_size",
+			Help:    "Keys per dataloader batch, by loader.",
+			Buckets: batchBuckets,
+		}, []string{"loader"}),
+		cacheHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "msggate_chunk_cache_hits_total",
+			Help: "Message chunks found in the Redis cache.",
+		}),
+		cacheMisses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "msggate_chunk_cache_misses_total",
+			Help: "Message chunks not found in the Redis cache (or read while it failed) and looked up in MongoDB.",
+		}),
+		mongoDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "msggate_mongodb_command_duration_seconds",
+			Help:    "MongoDB command latency as the driver measured it, by command name.",
+			Buckets: latencyBuckets,
+		}, []string{"command"}),
+		mongoFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msggate_mongodb_command_failures_total",
+			Help: "MongoDB commands that failed, by command name.",
+		}, []string{"command"}),
+		redisDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "msggate_redis_call_duration_seconds",
+			Help:    "Redis call latency including retries, by command name; a pipeline counts once as \"pipeline\".",
+			Buckets: latencyBuckets,
+		}, []string{"command"}),
+		redisFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msggate_redis_call_failures_total",
+			Help: "Redis calls that failed (a missing key is not a failure), by command name or \"pipeline\".",
+		}, []string{"command"}),
+	}
+	m.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.graphqlRequests, m.graphqlDuration, m.graphqlErrors,
+		m.batchSize, m.cacheHits, m.cacheMisses,
+		m.mongoDuration, m.mongoFailures,
+		m.redisDuration, m.redisFailures,
+	)
+	return m
+}
+
+// Registry is where the series live, for callers that add collectors of their own.
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
+
+// ObserveBatch records one dataloader batch of keys keys, for the loader named loader.
+func (m *Metrics) ObserveBatch(loader string, keys int) {
+	m.batchSize.WithLabelValues(loader).Observe(float64(keys))
+}
+
+// ObserveChunkCache records one chunk load: how many chunks the cache had and how many had to
+// come from MongoDB.
+func (m *Metrics) ObserveChunkCache(hits, misses int) {
+	m.cacheHits.Add(float64(hits))
+	m.cacheMisses.Add(float64(misses))
+}
+
+// CountGraphQLError records an error answered outside gqlgen's executor (for example by HTTP
+// middleware that rejects a request before it is parsed), so that errors by code stay complete.
+func (m *Metrics) CountGraphQLError(operation, code string) {
+	m.graphqlErrors.WithLabelValues(m.operations.label(operation), code).Inc()
+}
+
+// Operation labels that are not names a client chose.
+const (
+	anonymousOperation = "(anonymous)" // a valid operation without a name
+	invalidOperation   = "(invalid)"   // the request failed before an operation was chosen
+	otherOperation     = "(other)"     // a name past the cardinality bound
+)
+
+// Parentheses cannot occur in a GraphQL name, so these never collide with a client's.
+
+// maxOperationNames bounds the operation label's values: operation names come from clients,
+// and a client sending a fresh name each time must not grow the registry without end.
+const maxOperationNames = 500
+
+// maxOperationNameLen keeps one absurd name from becoming a label value.
+const maxOperationNameLen = 100
+
+// operationNames remembers which operation names have a series of their own.
+type operationNames struct {
+	mu   sync.Mutex
+	seen map[string]struct{}
+}
+
+func (o *operationNames) label(name string) string {
+	switch {
+	case name == "":
+		return anonymousOperation
+	case len(name) > maxOperationNameLen:
+		return otherOperation
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.seen[name]; ok {
+		return name
+	}
+	if len(o.seen) >= maxOperationNames {
+		return otherOperation
+	}
+	if o.seen == nil {
+		o.seen = map[string]struct{}{}
+	}
+	o.seen[name] = struct{}{}
+	return name
+}

@@ -1,0 +1,155 @@
+package ops
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// lockedBuffer collects log output written from server goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// lines decodes every JSON log line written so far.
+func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
+	for sc.Scan() {
+		var line map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("log line is not JSON: %s", sc.Bytes())
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func jsonLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+func get(t *testing.T, url, requestID string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if requestID != "" {
+		req.Header.Set(RequestIDHeader, requestID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+// Ensure every request gets an ID (its own when sane, a fresh one otherwise), echoed in the
+// response, carried by lines the handler logs with its context, and in one access line with
+// the request's method, path, status and size.
+func TestLogRequests(t *testing.T) {
+	var buf lockedBuffer
+	logger := jsonLogger(&buf, slog.LevelInfo)
+	inner := WithRequestIDs(logger)
+	srv := httptest.NewServer(LogRequests(logger, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inner.InfoContext(r.Context(), "inside", "seen_id", RequestID(r.Context()))
+		w.WriteHeader(http.StatusTeapot)
+		_, _ = io.WriteString(w, "short and stout")
+	})))
+	defer srv.Close()
+
+	cases := []struct {
+		name, incoming string
+		keep           bool
+	}{
+		{"uuid", "3f2a1c9e-7b4d-4e8a-9c61-0d5e2f7a8b90", true},
+		{"proxy trace id", "Root=1-5759e988-bd862e3fe1be46a994272793", true},
+		{"none", "", false},
+		{"spaces", "two words", false},
+		{"quote", `a"b`, false},
+		{"too long", strings.Repeat("a", maxRequestIDLen+1), false},
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		resp := get(t, srv.URL+"/some/path", c.incoming)
+		id := resp.Header.Get(RequestIDHeader)
+		switch {
+		case c.keep && id != c.incoming:
+			t.Errorf("%s: echoed %q, want the incoming %q", c.name, id, c.incoming)
+		case !c.keep && (id == "" || id == c.incoming || !saneRequestID(id)):
+			t.Errorf("%s: echoed %q, want a fresh sane ID", c.name, id)
+		case seen[id]:
+			t.Errorf("%s: ID %q was given before", c.name, id)
+		}
+		seen[id] = true
+
+		lines := buf.lines(t)
+		if len(lines) < 2 {
+			t.Fatalf("%s: %d log lines, want the handler's and the access line", c.name, len(lines))
+		}
+		handler, access := lines[len(lines)-2], lines[len(lines)-1]
+		if handler["msg"] != "inside" || handler["request_id"] != id || handler["seen_id"] != id {
+			t.Errorf("%s: handler's line %v does not carry request_id %q", c.name, handler, id)
+		}
+		want := map[string]any{"msg": "request", "method": "GET", "path": "/some/path", "status": 418.0,
+			"bytes": float64(len("short and stout")), "request_id": id}
+		for k, v := range want {
+			if access[k] != v {
+				t.Errorf("%s: access line %s = %v, want %v (%v)", c.name, k, access[k], v, access)
+			}
+		}
+		if _, ok := access["duration_ms"].(float64); !ok {
+			t.Errorf("%s: access line has no duration_ms: %v", c.name, access)
+		}
+		if _, ok := access["operation"]; ok {
+			t.Errorf("%s: a request that ran no GraphQL names an operation: %v", c.name, access)
+		}
+	}
+}
+
+// Ensure probes and scrapes are logged at debug level only, and a handler that writes nothing
+// is logged as the 200 net/http answers.
+func TestLogRequestsKeepsProbesQuiet(t *testing.T) {
+	var buf lockedBuffer
+	srv := httptest.NewServer(LogRequests(jsonLogger(&buf, slog.LevelInfo), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	defer srv.Close()
+	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/query"} {
+		get(t, srv.URL+p, "")
+	}
+	lines := buf.lines(t)
+	if len(lines) != 1 || lines[0]["path"] != "/query" || lines[0]["status"] != 200.0 {
+		t.Fatalf("logged at info: %v, want only /query with status 200", lines)
+	}
+}
+
+// Ensure a logger is wrapped once however often WithRequestIDs is applied, so that lines do
+// not carry request_id twice.
+func TestWithRequestIDsWrapsOnce(t *testing.T) {
+	var buf bytes.Buffer
+	logger := WithRequestIDs(WithRequestIDs(jsonLogger(&buf, slog.LevelInfo)))
+	ctx := withRequestInfo(t.Context(), &requestInfo{id: "abc"})
+	logger.With("k", "v").InfoContext(ctx, "hello")
+	if got := strings.Count(buf.String(), `"request_id"`); got != 1 {
+		t.Errorf("request_id appears %d times in %s", got, buf.String())
+	}
+	if !strings.Contains(buf.String(), `"request_id":"abc"`) || !strings.Contains(buf.String(), `"k":"v"`) {
+		t.Errorf("line %s lacks request_id or the logger's attributes", buf.String())
+	}
+}

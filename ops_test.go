@@ -1,0 +1,457 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"go.mongodb.org/mongo-driver/v2/event"
+
+	"github.com/msggate/msggate/graph"
+	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/testenv"
+)
+
+const (
+	namedSend = `mutation Send($in: SendMessageInput!) { sendMessage(input: $in) { seq } }`
+	namedRead = `query Read($id: ID!) { conversation(id: $id) { maxSeq history(limit: 20) { messages { seq content } } } }`
+)
+
+// scrapeMetrics reads /metrics as Prometheus does and flattens it into
+// `name{k="v",...}` -> value, labels sorted; a histogram gives its _count and _sum.
+func (g *gateway) scrapeMetrics() map[string]float64 {
+	g.t.Helper()
+	resp, err := http.Get(g.url + "/metrics")
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		g.t.Fatalf("/metrics answered %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		g.t.Fatalf("/metrics is not the Prometheus text format: %v", err)
+	}
+	out := map[string]float64{}
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.Counter != nil:
+				out[name+labelSet(m)] = m.GetCounter().GetValue()
+			case m.Histogram != nil:
+				out[name+"_count"+labelSet(m)] = float64(m.GetHistogram().GetSampleCount())
+				out[name+"_sum"+labelSet(m)] = m.GetHistogram().GetSampleSum()
+			case m.Gauge != nil:
+				out[name+labelSet(m)] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+func labelSet(m *dto.Metric) string {
+	var labels []string
+	for _, l := range m.GetLabel() {
+		labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+	}
+	if len(labels) == 0 {
+		return ""
+	}
+	sort.Strings(labels)
+	return "{" + strings.Join(labels, ",") + "}"
+}
+
+// Ensure /metrics, after a send, a read on a cold then a warm cache and a forbidden read,
+// holds every series an operator watches with the counts those requests imply.
+func TestMetricsAfterRequests(t *testing.T) {
+	g := startGateway(t)
+	alice, bob, carol := g.token("alice"), g.token("bob"), g.token("carol")
+	for range 2 {
+		if r := g.post(alice, namedSend, map[string]any{"in": map[string]any{"recvID": "bob", "contentType": 101, "content": "hi"}}); len(r.Errors) > 0 {
+			t.Fatalf("send: %+v", r.Errors)
+		}
+	}
+	read := func(token string) gqlResponse {
+		return g.post(token, namedRead, map[string]any{"id": "si_alice_bob"})
+	}
+	before := g.scrapeMetrics()
+	if r := read(bob); len(r.Errors) > 0 {
+		t.Fatalf("cold read: %+v", r.Errors)
+	}
+	cold := g.scrapeMetrics()
+	if r := read(bob); len(r.Errors) > 0 {
+		t.Fatalf("warm read: %+v", r.Errors)
+	}
+	warm := g.scrapeMetrics()
+	const hits, misses = "msggate_chunk_cache_hits_total", "msggate_chunk_cache_misses_total"
+	if cold[misses] <= before[misses] || cold[hits] != before[hits] {
+		t.Errorf("cold read: cache misses %v -> %v, hits %v -> %v; want more misses, no hits",
+			before[misses], cold[misses], before[hits], cold[hits])
+	}
+	if warm[hits] <= cold[hits] || warm[misses] != cold[misses] {
+		t.Errorf("warm read: cache hits %v -> %v, misses %v -> %v; want more hits, no misses",
+			cold[hits], warm[hits], cold[misses], warm[misses])
+	}
+	if code := g.errorCode(carol, namedRead, map[string]any{"id": "si_alice_bob"}); code != "FORBIDDEN" {
+		t.Fatalf("non-member read: code %q", code)
+	}
+	if code := g.errorCode(alice, "{", nil); code != "GRAPHQL_PARSE_FAILED" {
+		t.Fatalf("unparsable query: code %q", code)
+	}
+
+	s := g.scrapeMetrics()
+	for series, want := range map[string]float64{
+		`msggate_graphql_requests_total{operation="Send"}`:                                2,
+		`msggate_graphql_requests_total{operation="Read"}`:                                3,
+		`msggate_graphql_requests_total{operation="(invalid)"}`:                           1,
+		`msggate_graphql_request_duration_seconds_count{operation="Send"}`:                2,
+		`msggate_graphql_request_duration_seconds_count{operation="Read"}`:                3,
+		`msggate_graphql_errors_total{code="FORBIDDEN",operation="Read"}`:                 1,
+		`msggate_graphql_errors_total{code="GRAPHQL_PARSE_FAILED",operation="(invalid)"}`: 1,
+	} {
+		if s[series] != want {
+			t.Errorf("%s = %v, want %v", series, s[series], want)
+		}
+	}
+	for _, series := range []string{
+		`msggate_graphql_request_duration_seconds_sum{operation="Read"}`,
+		`msggate_dataloader_batch_size_count{loader="chunks"}`,
+		`msggate_dataloader_batch_size_sum{loader="chunks"}`,
+		`msggate_dataloader_batch_size_count{loader="access"}`,
+		`msggate_mongodb_command_duration_seconds_count{command="find"}`,
+		`msggate_mongodb_command_duration_seconds_sum{command="find"}`,
+		`msggate_redis_call_duration_seconds_count{command="pipeline"}`,
+		`msggate_redis_call_duration_seconds_sum{command="pipeline"}`,
+		`msggate_redis_call_duration_seconds_count{command="evalsha"}`,
+	} {
+		if s[series] <= 0 {
+			t.Errorf("%s = %v, want > 0", series, s[series])
+		}
+	}
+	if s[`msggate_mongodb_command_duration_seconds_count{command="insert"}`]+s[`msggate_mongodb_command_duration_seconds_count{command="update"}`] <= 0 {
+		t.Error("no MongoDB write was timed after two sends")
+	}
+	if _, ok := s[`msggate_graphql_errors_total{code="FORBIDDEN",operation="Send"}`]; ok {
+		t.Error("a successful send counted an error")
+	}
+	// Both stores were healthy throughout: an alert on failures must stay quiet.
+	for series, v := range s {
+		if strings.HasPrefix(series, "msggate_mongodb_command_failures_total") || strings.HasPrefix(series, "msggate_redis_call_failures_total") {
+			t.Errorf("healthy stores, yet %s = %v", series, v)
+		}
+	}
+}
+
+// Ensure /readyz answers 200 while MongoDB and Redis answer, 503 naming Redis while it is
+// stopped, 200 again once it is back, and 503 naming MongoDB when that is gone.
+func TestReadyzFollowsDependencies(t *testing.T) {
+	g := startGateway(t)
+	type readiness struct {
+		Status  string
+		Failing []string
+		Checks  map[string]string
+	}
+	readyz := func() (int, readiness) {
+		resp, err := http.Get(g.url + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var r readiness
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+			t.Fatalf("/readyz %d: body is not JSON: %v", resp.StatusCode, err)
+		}
+		return resp.StatusCode, r
+	}
+	// waitFor polls: go-redis refuses to dial for a moment after a burst of dial errors.
+	waitFor := func(what string, want int) readiness {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			code, r := readyz()
+			if code == want {
+				return r
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: /readyz stays %d %+v, want %d", what, code, r, want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if code, r := readyz(); code != http.StatusOK || r.Status != "ready" || r.Checks["mongodb"] != "ok" || r.Checks["redis"] != "ok" {
+		t.Fatalf("both up: %d %+v", code, r)
+	}
+	g.redis.Stop()
+	r := waitFor("Redis stopped", http.StatusServiceUnavailable)
+	if len(r.Failing) != 1 || r.Failing[0] != "redis" || r.Checks["mongodb"] != "ok" || r.Status != "unavailable" {
+		t.Errorf("Redis stopped: %+v, want only redis failing", r)
+	}
+	g.redis.Start()
+	waitFor("Redis back", http.StatusOK)
+	if err := g.m.Store.Database().Client().Disconnect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r = waitFor("MongoDB gone", http.StatusServiceUnavailable)
+	if len(r.Failing) != 1 || r.Failing[0] != "mongodb" || r.Checks["redis"] != "ok" {
+		t.Errorf("MongoDB gone: %+v, want only mongodb failing", r)
+	}
+}
+
+// logBuffer collects the gateway's JSON log lines, written from server goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// with returns the decoded lines whose request_id is id.
+func (b *logBuffer) with(t *testing.T, id string) []map[string]any {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
+	for sc.Scan() {
+		var line map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("log line is not JSON: %s", sc.Bytes())
+		}
+		if line["request_id"] == id {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// openMain opens a gateway on the test's own servers as startGateway does, with logger and
+// whatever tune changes.
+func openMain(t *testing.T, logger *slog.Logger, tune func(*Config)) (*Main, *testenv.RedisServer) {
+	t.Helper()
+	rs := testenv.Redis(t)
+	mdb := testenv.Mongo(t)
+	cfg := Config{
+		Addr:          "127.0.0.1:0",
+		MongoURI:      mdb.URI(),
+		MongoDatabase: mdb.Database(),
+		RedisURL:      rs.URL(),
+		JWTSecret:     "test-secret-0123456789abcdef0123456789",
+		Introspection: true,
+		Loaders:       graph.LoaderOptions{Wait: 20 * time.Millisecond},
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m, err := Open(ctx, cfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m, rs
+}
+
+// postWithID sends a GraphQL request carrying requestID ("" for none) and returns the response
+// with its decoded body.
+func postWithID(t *testing.T, url, token, requestID, query string, vars map[string]any) (*http.Response, gqlResponse) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, _ := http.NewRequest(http.MethodPost, url+"/query", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	if requestID != "" {
+		req.Header.Set("X-Request-ID", requestID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out gqlResponse
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("response %d is not JSON: %s", resp.StatusCode, raw)
+	}
+	return resp, out
+}
+
+// Ensure each request's ID (the client's, or a generated one) is echoed in X-Request-ID and
+// found in its access log line and in the error line the gateway logs for it.
+func TestRequestIDInLogs(t *testing.T) {
+	var logs logBuffer
+	m, rs := openMain(t, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), nil)
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	g := &gateway{t: t, m: m, url: srv.URL, redis: rs}
+	alice := g.token("alice")
+	in := map[string]any{"in": map[string]any{"recvID": "bob", "contentType": 101, "content": "hi"}}
+
+	resp, r := postWithID(t, srv.URL, alice, "client-chosen-42", namedSend, in)
+	if len(r.Errors) > 0 || resp.Header.Get("X-Request-ID") != "client-chosen-42" {
+		t.Fatalf("send: errors %+v, X-Request-ID %q", r.Errors, resp.Header.Get("X-Request-ID"))
+	}
+	access := logs.with(t, "client-chosen-42")
+	if len(access) != 1 {
+		t.Fatalf("lines with the request's ID: %v, want its access line", access)
+	}
+	for k, v := range map[string]any{"msg": "request", "method": "POST", "path": "/query", "status": 200.0, "operation": "Send"} {
+		if access[0][k] != v {
+			t.Errorf("access line %s = %v, want %v (%v)", k, access[0][k], v, access[0])
+		}
+	}
+
+	// With Redis gone a send is UNAVAILABLE, which the error presenter logs for the operator.
+	rs.Stop()
+	resp, r = postWithID(t, srv.URL, alice, "", namedSend, in)
+	if len(r.Errors) == 0 || r.Errors[0].Extensions["code"] != "UNAVAILABLE" {
+		t.Fatalf("send with Redis down: %+v", r)
+	}
+	id := resp.Header.Get("X-Request-ID")
+	if id == "" {
+		t.Fatal("no X-Request-ID was generated")
+	}
+	var sawError, sawAccess bool
+	for _, line := range logs.with(t, id) {
+		switch line["msg"] {
+		case "request failed":
+			sawError = line["level"] == "ERROR" && line["code"] == "UNAVAILABLE"
+		case "request":
+			sawAccess = line["operation"] == "Send" && line["status"] == 200.0
+		}
+	}
+	if !sawError || !sawAccess {
+		t.Errorf("generated ID %q: error line %v, access line %v; lines %v", id, sawError, sawAccess, logs.with(t, id))
+	}
+}
+
+// blockingFind holds MongoDB finds on the msg collection while armed, so that a request is
+// certainly in flight when the gateway is told to stop.
+type blockingFind struct {
+	mu      sync.Mutex
+	armed   bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingFind) monitor() *event.CommandMonitor {
+	return &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
+		if coll, _ := e.Command.Lookup(e.CommandName).StringValueOK(); e.CommandName != "find" || coll != "msg" {
+			return
+		}
+		b.mu.Lock()
+		armed := b.armed
+		b.armed = false
+		b.mu.Unlock()
+		if armed {
+			close(b.entered)
+			<-b.release
+		}
+	}}
+}
+
+// Ensure stopping the server (what SIGINT and SIGTERM do) closes the listener at once but lets
+// a request already running finish with its full answer, and that Serve then returns cleanly.
+func TestShutdownDrainsInFlightRequests(t *testing.T) {
+	block := &blockingFind{entered: make(chan struct{}), release: make(chan struct{})}
+	m, _ := openMain(t, testLogger(t), func(c *Config) { c.MongoMonitor = block.monitor() })
+	msgs := []*im.Message{{SendID: "alice", RecvID: "bob", ContentType: 101, Content: "drained"}}
+	if _, err := m.Ingest.Ingest(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	addrc, served := make(chan string, 1), make(chan error, 1)
+	go func() { served <- m.Serve(ctx, func(addr string) { addrc <- addr }) }()
+	addr := <-addrc
+	url := "http://" + addr
+	g := &gateway{t: t, m: m, url: url}
+	bob := g.token("bob")
+
+	block.mu.Lock()
+	block.armed = true
+	block.mu.Unlock()
+	type answer struct {
+		status int
+		body   []byte
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		body, _ := json.Marshal(map[string]any{"query": namedRead, "variables": map[string]any{"id": "si_alice_bob"}})
+		req, _ := http.NewRequest(http.MethodPost, url+"/query", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+bob)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		answered <- answer{resp.StatusCode, raw, err}
+	}()
+	<-block.entered // the read is inside MongoDB now
+
+	stop()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			break // the listener is closed
+		}
+		conn.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the server still accepts connections after being told to stop")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned (%v) while a request was in flight", err)
+	default:
+	}
+
+	close(block.release)
+	a := <-answered
+	if a.err != nil {
+		t.Fatalf("in-flight read during shutdown: %v", a.err)
+	}
+	var r struct {
+		Data struct {
+			Conversation struct {
+				History struct{ Messages []struct{ Content string } }
+			}
+		}
+		Errors []gqlError
+	}
+	if a.status != http.StatusOK || json.Unmarshal(a.body, &r) != nil || len(r.Errors) > 0 ||
+		len(r.Data.Conversation.History.Messages) != 1 || r.Data.Conversation.History.Messages[0].Content != "drained" {
+		t.Fatalf("in-flight read during shutdown: %d %s", a.status, a.body)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve after draining: %v", err)
+	}
+}
