@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// auditResult is one line of tools/e2e/audit.mjs's output.
+type auditResult struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Status      string `json:"status"` // ok, notice, warn or error
+	Reason      string `json:"reason"`
+	HTTPStatus  int    `json:"httpStatus"`
+	ContentType string `json:"contentType"`
+	Body        string `json:"body"`
+}
+
+// Ensure the gateway's /query passes every MUST of the GraphQL-over-HTTP spec as graphql-http's
+// auditServer checks it (zero error results); its warnings and notices are logged, since they
+// are SHOULDs the gateway may have decided against.
+func TestGraphQLOverHTTPAudit(t *testing.T) {
+	g := startGateway(t)
+	out := runE2E(t, "audit.mjs", g.url+"/query")
+
+	var results []auditResult
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var r auditResult
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("audit printed a line that is not a result: %q", sc.Text())
+		}
+		results = append(results, r)
+	}
+	// graphql-http 1.23 runs several dozen audits; far fewer means the run broke off.
+	if len(results) < 30 {
+		t.Fatalf("the audit reported %d results:\n%s", len(results), out)
+	}
+	counts := map[string]int{}
+	for _, r := range results {
+		counts[r.Status]++
+		switch r.Status {
+		case "ok":
+		case "error":
+			t.Errorf("audit error %s %q: %s (HTTP %d, %s): %s", r.ID, r.Name, r.Reason, r.HTTPStatus, r.ContentType, r.Body)
+		default:
+			t.Logf("audit %s %s %q: %s (HTTP %d, %s)", r.Status, r.ID, r.Name, r.Reason, r.HTTPStatus, r.ContentType)
+		}
+	}
+	t.Logf("audit: %d results, %v", len(results), counts)
+}
+
+// runE2E runs one of the Node scripts in tools/e2e with the given arguments and returns its
+// stdout. A missing node or node_modules fails the test: ./scripts/test installs them.
+func runE2E(t *testing.T, script string, args ...string) []byte {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not installed; run ./scripts/test, which installs the end-to-end tooling")
+	}
+	dir, err := filepath.Abs(filepath.Join("tools", "e2e"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
+		t.Fatalf("%s/node_modules is missing; run ./scripts/test (it runs npm ci there)", dir)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
+	cmd.Dir = dir
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node %s: %v\nstdout:\n%s\nstderr:\n%s", script, err, stdout.String(), stderr.String())
+	}
+	if s := strings.TrimSpace(stderr.String()); s != "" {
+		t.Logf("node %s stderr:\n%s", script, s)
+	}
+	return stdout.Bytes()
+}
