@@ -99,10 +99,10 @@ func TestViewerConversationsPageIsBatched(t *testing.T) {
 		}
 	}
 	trips := g.rcount.Take()
-	if n := testenv.Matching(trips, ":seq"); n != 1 {
+	if n := testenv.Matching(trips, "hmget", ":seq"); n != 1 {
 		t.Errorf("%d Redis round trips read seq state, want 1", n)
 	}
-	if n := testenv.Matching(trips, ":chunk:"); n != 1 {
+	if n := testenv.Matching(trips, "hmget", ":chunk:"); n != 1 {
 		t.Errorf("%d Redis round trips read chunks, want 1", n)
 	}
 	mongo := 0

@@ -1,70 +1,90 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"io"
-	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 )
 
-// Ensure the embedded default (in-process FerretDB on SQLite, in-process Redis) serves
-// GraphQL, keeps its data and its JWT secret across a restart, and that `token` prints a token
-// the running gateway accepts.
+// startServe runs `msggate serve` on the embedded default in dir, as `go run .` does, and
+// returns a client for it, the demo token it printed, and a function that stops it.
+func startServe(t *testing.T, dir string) (*gateway, string, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-data-dir", dir}, pw, io.Discard)
+		pw.Close()
+	}()
+	listen := regexp.MustCompile(`listening on (http://\S+)/query`)
+	demo := regexp.MustCompile(`demo token for alice \(24h\): (\S+)`)
+	var url, token string
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	timeout := time.After(3 * time.Minute)
+	for url == "" || token == "" {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("serve stopped: %v", <-done)
+			}
+			if m := listen.FindStringSubmatch(line); m != nil {
+				url = m[1]
+			}
+			if m := demo.FindStringSubmatch(line); m != nil {
+				token = m[1]
+			}
+		case <-timeout:
+			t.Fatal("serve did not print its address and demo token")
+		}
+	}
+	go func() {
+		for range lines { // keep draining so serve never blocks on its output
+		}
+	}()
+	g := &gateway{t: t, url: url}
+	return g, token, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}
+}
+
+// Ensure the embedded default starts with the demo data, that the demo token and example query
+// it prints work, and that data and tokens survive a restart.
 func TestEmbeddedDefaultSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	start := func() (*gateway, func()) {
-		ctx, cancel := context.WithCancel(context.Background())
-		m, err := Open(ctx, Config{DataDir: dir, MongoDatabase: "msggate", Addr: "127.0.0.1:0", LogOutput: io.Discard},
-			slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ready := make(chan string, 1)
-		done := make(chan error, 1)
-		go func() { done <- m.Serve(ctx, func(addr string) { ready <- addr }) }()
-		var addr string
-		select {
-		case addr = <-ready:
-		case err := <-done:
-			t.Fatal(err)
-		case <-time.After(time.Minute):
-			t.Fatal("gateway did not start")
-		}
-		return &gateway{t: t, m: m, url: "http://" + addr}, func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Error(err)
-			}
-			if err := m.Close(); err != nil {
-				t.Error(err)
-			}
-		}
+	g, demoToken, stop := startServe(t, dir)
+	var v viewerJSON
+	g.query(demoToken, demoQuery, nil, &v)
+	if len(v.Viewer.Conversations.Nodes) != 3 || v.Viewer.Conversations.Nodes[0].ID != "sg_friends" {
+		t.Fatalf("the printed example query on a new store: %+v", v.Viewer)
 	}
-	tokenFor := func(user string) string {
-		var out bytes.Buffer
-		if err := run(context.Background(), []string{"token", "-user", user, "-data-dir", dir}, &out, io.Discard); err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSpace(out.String())
-	}
-
-	g, stop := start()
-	alice := tokenFor("alice")
-	if m := g.sendGQL(alice, map[string]any{"recvID": "bob", "contentType": 101, "content": "kept"}); m.Seq != 1 {
-		t.Fatalf("first message: %+v", m)
+	if m := g.sendGQL(demoToken, map[string]any{"recvID": "erin", "contentType": 101, "content": "kept"}); m.Seq != 1 {
+		t.Fatalf("first message to erin: %+v", m)
 	}
 	stop()
 
-	g, stop = start()
+	g, _, stop = startServe(t, dir)
 	defer stop()
-	c := g.conversation(alice, "si_alice_bob") // the token from before the restart still works
+	c := g.conversation(demoToken, "si_alice_erin") // the token from before the restart still works
 	if c.MaxSeq != 1 || c.LastMessage == nil || *c.LastMessage.Content != "kept" {
 		t.Fatalf("after restart: %+v", c)
 	}
-	if m := g.sendGQL(tokenFor("bob"), map[string]any{"recvID": "alice", "contentType": 101, "content": "next"}); m.Seq != 2 {
-		t.Fatalf("first message after restart got seq %d, want 2", m.Seq)
+	g.query(demoToken, demoQuery, nil, &v)
+	if n := len(v.Viewer.Conversations.Nodes); n != 4 || !strings.HasPrefix(v.Viewer.Conversations.Nodes[0].ID, "si_alice_erin") {
+		t.Errorf("after restart the demo data is seeded once and erin's chat is newest: %+v", v.Viewer.Conversations.Nodes)
 	}
 }

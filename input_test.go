@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +58,22 @@ func TestBadInputIsRefused(t *testing.T) {
 	}
 	if c := g.conversation(alice, "si_alice_bob"); c.MaxSeq != 1 {
 		t.Errorf("refused requests stored something: maxSeq %d, want 1", c.MaxSeq)
+	}
+}
+
+// Ensure a request body that is not a GraphQL request is the client's error, not an internal one.
+func TestMalformedRequestBody(t *testing.T) {
+	g := startGateway(t)
+	for _, body := range []string{"not json", `{"query": 42}`, `{"query": "{ viewer { userID } }", "variables": "x"}`} {
+		resp, err := http.Post(g.url+"/query", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out gqlResponse
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil || len(out.Errors) == 0 || out.Errors[0].Extensions["code"] != "BAD_USER_INPUT" {
+			t.Errorf("body %q: status %d, %+v, %v", body, resp.StatusCode, out.Errors, err)
+		}
 	}
 }

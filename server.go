@@ -7,9 +7,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -36,12 +39,16 @@ import (
 	"github.com/msggate/msggate/internal/embedded"
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/ingest"
+	"github.com/msggate/msggate/internal/ops"
+	"github.com/msggate/msggate/internal/playground"
 	imsync "github.com/msggate/msggate/internal/sync"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts a graceful shutdown; a second one then kills at once.
+	context.AfterFunc(ctx, stop)
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "msggate:", err)
 		os.Exit(1)
@@ -58,8 +65,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, args, stdout, stderr)
 	case "token":
 		return token(args, stdout)
+	case "group":
+		return groupCommand(ctx, args, stdout, stderr)
+	case "seed":
+		return seedCommand(ctx, args, stdout, stderr)
+	case "import":
+		return importCommand(ctx, args, stdout, stderr)
 	}
-	return fmt.Errorf("unknown command %q (commands: serve, token)", cmd)
+	return fmt.Errorf("unknown command %q (commands: serve, token, group, seed, import)", cmd)
 }
 
 // Config is everything msggate needs to start. Each field has a flag and an environment
@@ -72,7 +85,18 @@ type Config struct {
 	RedisURL      string // MSGGATE_REDIS_URL; empty: an in-process Redis-compatible server
 	JWTSecret     string // MSGGATE_JWT_SECRET; empty: generated once and kept in DataDir
 	Introspection bool
+	Playground    bool      // serve GraphiQL at /
 	LogOutput     io.Writer // where embedded servers log warnings; default os.Stderr
+
+	// Request limits (graph.HandlerOptions): zero takes the default, negative switches off.
+	MaxBodyBytes   int64         // default 1 MiB
+	MaxTokens      int           // parser tokens of a query; default 15000
+	MaxDepth       int           // nesting of fields, introspection aside; default 12
+	MaxAliases     int           // default 30
+	MaxComplexity  int           // default 5000
+	RateLimit      float64       // requests a second per user, sustained; default 20
+	RateBurst      int           // requests per user at once; default 40
+	RequestTimeout time.Duration // default 30s
 
 	// For tests: observe MongoDB commands and Redis calls.
 	MongoMonitor *event.CommandMonitor
@@ -93,6 +117,15 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MongoDatabase, "mongo-db", env("MSGGATE_MONGO_DATABASE", "msggate"), "MongoDB database (MSGGATE_MONGO_DATABASE)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("MSGGATE_REDIS_URL", ""), "Redis URL; empty runs an in-process Redis (MSGGATE_REDIS_URL)")
 	fs.BoolVar(&c.Introspection, "introspection", true, "allow GraphQL schema introspection")
+	fs.BoolVar(&c.Playground, "playground", true, "serve GraphiQL at /")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", graph.DefaultMaxBodyBytes, "largest request body; negative: no limit")
+	fs.IntVar(&c.MaxTokens, "max-tokens", graph.DefaultMaxTokens, "most tokens in a query; negative: no limit")
+	fs.IntVar(&c.MaxDepth, "max-depth", graph.DefaultMaxDepth, "deepest nesting of fields in a query, introspection aside; negative: no limit")
+	fs.IntVar(&c.MaxAliases, "max-aliases", graph.DefaultMaxAliases, "most aliases in a query; negative: no limit")
+	fs.IntVar(&c.MaxComplexity, "max-complexity", graph.DefaultMaxComplexity, "highest cost of a query, about the objects it may resolve; negative: no limit")
+	fs.Float64Var(&c.RateLimit, "rate-limit", graph.DefaultRateLimit, "requests a second each user may make, sustained; negative: no rate limit")
+	fs.IntVar(&c.RateBurst, "rate-burst", graph.DefaultRateBurst, "requests each user may make at once")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", graph.DefaultRequestTimeout, "longest time a request may take; negative: no limit")
 }
 
 // Main is a running gateway: its stores, its HTTP server, and what must be closed.
@@ -105,6 +138,7 @@ type Main struct {
 	Ledger  *imsync.Ledger
 	Ingest  *ingest.Ingester
 	Logger  *slog.Logger
+	Metrics *ops.Metrics // this gateway's own Prometheus registry, served on /metrics
 	closers []func() error
 	server  *http.Server
 }
@@ -114,7 +148,9 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (m *Main, err er
 	if cfg.LogOutput == nil {
 		cfg.LogOutput = os.Stderr
 	}
-	m = &Main{Config: cfg, Logger: logger}
+	// Every line logged with a request's context carries its request_id.
+	logger = ops.WithRequestIDs(logger)
+	m = &Main{Config: cfg, Logger: logger, Metrics: ops.NewMetrics()}
 	defer func() {
 		if err != nil {
 			_ = m.Close()
@@ -133,9 +169,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (m *Main, err er
 		mongoURI = uri
 	}
 	mopts := options.Client().ApplyURI(mongoURI).SetTimeout(10 * time.Second)
-	if cfg.MongoMonitor != nil {
-		mopts.SetMonitor(cfg.MongoMonitor)
-	}
+	mopts.SetMonitor(m.Metrics.MongoMonitor(cfg.MongoMonitor))
 	client, err := mongo.Connect(mopts)
 	if err != nil {
 		return nil, fmt.Errorf("connect to MongoDB: %w", err)
@@ -176,6 +210,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (m *Main, err er
 	if cfg.RedisHook != nil {
 		rdb.AddHook(cfg.RedisHook)
 	}
+	rdb.AddHook(m.Metrics.RedisHook())
 	m.closers = append(m.closers, rdb.Close)
 	m.Cache = cache.New(rdb, cache.Options{})
 	m.Ledger = imsync.NewLedger(m.Store, m.Cache, imsync.Options{Logger: logger})
@@ -185,9 +220,17 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (m *Main, err er
 
 // Handler returns the gateway's HTTP routes.
 func (m *Main) Handler() http.Handler {
+	reader := history.NewReader(m.Store, m.Cache, m.Logger)
+	reader.ObserveCache = m.Metrics.ObserveChunkCache
+	loaders := m.Config.Loaders
+	if own := loaders.ObserveBatch; own != nil {
+		loaders.ObserveBatch = func(loader string, keys int) { own(loader, keys); m.Metrics.ObserveBatch(loader, keys) }
+	} else {
+		loaders.ObserveBatch = m.Metrics.ObserveBatch
+	}
 	resolver := &graph.Resolver{
 		Ledger:   m.Ledger,
-		Reader:   history.NewReader(m.Store, m.Cache, m.Logger),
+		Reader:   reader,
 		Ingester: m.Ingest,
 		Logger:   m.Logger,
 	}
@@ -195,18 +238,41 @@ func (m *Main) Handler() http.Handler {
 	mux.Handle("/query", graph.NewHandler(resolver, graph.HandlerOptions{
 		JWTSecret:     m.Secret,
 		Introspection: m.Config.Introspection,
-		Loaders:       m.Config.Loaders,
+		Loaders:       loaders,
 		Logger:        m.Logger,
+		Extensions:    []graphql.HandlerExtension{m.Metrics.GraphQL()},
+
+		MaxBodyBytes:     m.Config.MaxBodyBytes,
+		MaxTokens:        m.Config.MaxTokens,
+		MaxDepth:         m.Config.MaxDepth,
+		MaxAliases:       m.Config.MaxAliases,
+		MaxComplexity:    m.Config.MaxComplexity,
+		RateLimiter:      m.Cache,
+		RateLimit:        m.Config.RateLimit,
+		RateBurst:        m.Config.RateBurst,
+		RequestTimeout:   m.Config.RequestTimeout,
+		PersistedQueries: m.Cache.PersistedQueries(24 * time.Hour),
 	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "msggate: POST GraphQL to /query with \"Authorization: Bearer <token>\".\n"+
-			"Get a token with: go run . token -user alice\n")
-	})
-	return mux
+	mux.Handle("GET /readyz", ops.ReadinessHandler(m.Logger, ops.DefaultReadinessTimeout,
+		ops.Check{Name: "mongodb", Ping: m.Store.Ping},
+		ops.Check{Name: "redis", Ping: m.Cache.Ping},
+	))
+	mux.Handle("GET /metrics", m.Metrics.Handler())
+	if m.Config.Playground {
+		graphiql := playground.New(playground.Options{Endpoint: "/query"})
+		mux.Handle("GET /{$}", graphiql)
+		mux.Handle("GET "+playground.AssetsPath, graphiql)
+	} else {
+		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = io.WriteString(w, "msggate: POST GraphQL to /query with \"Authorization: Bearer <token>\".\n"+
+				"Get a token with: go run . token -user alice\n")
+		})
+	}
+	return ops.LogRequests(m.Logger, mux)
 }
 
 // Serve listens on the configured address and serves until ctx ends, then drains in-flight
@@ -221,6 +287,7 @@ func (m *Main) Serve(ctx context.Context, ready func(addr string)) error {
 		Handler:           m.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
 	}
 	if ready != nil {
 		ready(m.Addr)
@@ -232,9 +299,26 @@ func (m *Main) Serve(ctx context.Context, ready func(addr string)) error {
 		return err
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	// Shutdown closes the listener at once, then waits for in-flight requests, whose contexts
+	// do not end with ctx (BaseContext), so they finish normally. It does not track hijacked
+	// connections: when WebSocket subscriptions land, register their closing (a close frame,
+	// then ending the connection) with m.server.RegisterOnShutdown before serving.
+	// The grace period outlasts the request time limit, so that a request that just started
+	// can still finish.
+	grace := 15 * time.Second
+	if limit := cmp.Or(m.Config.RequestTimeout, graph.DefaultRequestTimeout); limit > 0 && limit+time.Second > grace {
+		grace = limit + time.Second
+	}
+	m.Logger.Info("shutting down: draining in-flight requests", "grace", grace.String())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	return m.server.Shutdown(shutdownCtx)
+	if err := m.server.Shutdown(shutdownCtx); err != nil {
+		// Past the grace period the stragglers are cut off, so that the process exits.
+		_ = m.server.Close()
+		return fmt.Errorf("shutdown: requests still running after %s were cut off: %w", grace, err)
+	}
+	m.Logger.Info("shut down: every request answered")
+	return nil
 }
 
 // Close releases every connection and embedded server, newest first.
@@ -264,20 +348,40 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer m.Close()
-	return m.Serve(ctx, func(addr string) {
-		host := addr
-		if h, p, err := net.SplitHostPort(addr); err == nil && (h == "" || h == "::" || h == "0.0.0.0") {
-			host = "localhost:" + p
+	if cfg.MongoURI == "" {
+		// A new embedded installation starts with the demo data, so there is something to query.
+		if empty, err := m.Store.Empty(ctx); err != nil {
+			return err
+		} else if empty {
+			fmt.Fprintln(stdout, "new store: adding the demo data set (go run . seed does the same)")
+			if err := seedDemo(ctx, m, io.Discard); err != nil {
+				return err
+			}
 		}
-		fmt.Fprintf(stdout, "msggate is listening on http://%s/query\n", host)
-		tokenCmd := "go run . token -user alice"
-		if cfg.DataDir != "./data" && cfg.JWTSecret == "" && os.Getenv("MSGGATE_JWT_SECRET") == "" {
-			tokenCmd += " -data-dir " + cfg.DataDir
-		}
-		fmt.Fprintf(stdout, "get a token:  TOKEN=$(%s)\n", tokenCmd)
-		fmt.Fprintf(stdout, "then:         curl -s http://%s/query -H \"Authorization: Bearer $TOKEN\" -H 'Content-Type: application/json' \\\n", host)
-		fmt.Fprintf(stdout, "                -d '{\"query\":\"mutation{sendMessage(input:{recvID:\\\"bob\\\",contentType:101,content:\\\"hi\\\"}){conversationID seq}}\"}'\n")
-	})
+	}
+	return m.Serve(ctx, func(addr string) { printStartup(stdout, cfg, m, addr) })
+}
+
+// printStartup tells a new user where the gateway listens and how to make a first request.
+func printStartup(w io.Writer, cfg Config, m *Main, addr string) {
+	host := addr
+	if h, p, err := net.SplitHostPort(addr); err == nil && (h == "" || h == "::" || h == "0.0.0.0") {
+		host = "localhost:" + p
+	}
+	fmt.Fprintf(w, "msggate is listening on http://%s/query\n", host)
+	if cfg.Playground {
+		fmt.Fprintf(w, "GraphiQL:     http://%s/\n", host)
+	}
+	if demo, err := auth.Issue(m.Secret, demoUser, false, 24*time.Hour, time.Now()); err == nil {
+		fmt.Fprintf(w, "demo token for %s (24h): %s\n", demoUser, demo)
+	}
+	tokenCmd := "go run . token -user alice"
+	if cfg.DataDir != "./data" && cfg.JWTSecret == "" && os.Getenv("MSGGATE_JWT_SECRET") == "" {
+		tokenCmd += " -data-dir " + cfg.DataDir
+	}
+	body, _ := json.Marshal(map[string]string{"query": demoQuery})
+	fmt.Fprintf(w, "more tokens:  %s\n", tokenCmd)
+	fmt.Fprintf(w, "example:      curl -s http://%s/query -H \"Authorization: Bearer $TOKEN\" -H 'Content-Type: application/json' -d '%s'\n", host, body)
 }
 
 func token(args []string, stdout io.Writer) error {

@@ -185,7 +185,7 @@ func TestStates(t *testing.T) {
 	const c1, c2, c3 = "sg_a", "sg_b", "sg_c"
 
 	err := e.cache.RaiseStates(e.ctx,
-		[]cache.ConversationRaise{{ConversationID: c1, MaxSeq: ptr(10), MinSeq: ptr(1)}, {ConversationID: c2, MaxSeq: ptr(4)}},
+		[]cache.ConversationRaise{{ConversationID: c1, MaxSeq: ptr(10), MinSeq: ptr(1), LastTime: ptr(1000)}, {ConversationID: c2, MaxSeq: ptr(4)}},
 		[]cache.UserRaise{{UserID: "u1", ConversationID: c1, ReadSeq: ptr(5), UserMinSeq: ptr(0)}, {UserID: "u1", ConversationID: c2, ReadSeq: ptr(3)}})
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +194,7 @@ func TestStates(t *testing.T) {
 
 	// Lower values leave the higher ones in place; higher ones win.
 	err = e.cache.RaiseStates(e.ctx,
-		[]cache.ConversationRaise{{ConversationID: c1, MaxSeq: ptr(7), MinSeq: ptr(3)}},
+		[]cache.ConversationRaise{{ConversationID: c1, MaxSeq: ptr(7), MinSeq: ptr(3), LastTime: ptr(900)}},
 		[]cache.UserRaise{{UserID: "u1", ConversationID: c1, ReadSeq: ptr(2), UserMinSeq: ptr(0)}})
 	if err != nil {
 		t.Fatal(err)
@@ -209,13 +209,13 @@ func TestStates(t *testing.T) {
 	if len(convs) != 3 || len(users) != 3 {
 		t.Fatalf("got %d conversation and %d user states for 3 ids", len(convs), len(users))
 	}
-	if want := (cache.ConversationState{MaxSeq: 10, MinSeq: 3, Cached: true}); convs[0] != want {
+	if want := (cache.ConversationState{MaxSeq: 10, MinSeq: 3, LastTime: 1000, Cached: true}); convs[0] != want {
 		t.Fatalf("%s = %+v, want %+v", c1, convs[0], want)
 	}
 	if want := (cache.UserState{ReadSeq: 5, UserMinSeq: 0, Cached: true}); users[0] != want {
 		t.Fatalf("u1 in %s = %+v, want %+v", c1, users[0], want)
 	}
-	// Half-filled entries (max without min, read seq without min seq) are misses.
+	// Half-filled entries (max without min and time, read seq without min seq) are misses.
 	if want := (cache.ConversationState{}); convs[1] != want {
 		t.Fatalf("half-filled %s = %+v, want a miss with zero fields", c2, convs[1])
 	}
@@ -227,14 +227,14 @@ func TestStates(t *testing.T) {
 	}
 
 	t.Run("completing an entry makes it cached", func(t *testing.T) {
-		if err := e.cache.RaiseStates(e.ctx, []cache.ConversationRaise{{ConversationID: c2, MinSeq: ptr(1), MaxSeq: ptr(12)}}, nil); err != nil {
+		if err := e.cache.RaiseStates(e.ctx, []cache.ConversationRaise{{ConversationID: c2, MinSeq: ptr(1), MaxSeq: ptr(12), LastTime: ptr(5)}}, nil); err != nil {
 			t.Fatal(err)
 		}
 		convs, users, err := e.cache.GetStates(e.ctx, "", []string{c2})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := (cache.ConversationState{MaxSeq: 12, MinSeq: 1, Cached: true}); convs[0] != want {
+		if want := (cache.ConversationState{MaxSeq: 12, MinSeq: 1, LastTime: 5, Cached: true}); convs[0] != want {
 			t.Fatalf("%s = %+v, want %+v", c2, convs[0], want)
 		}
 		if users[0].Cached {

@@ -76,8 +76,8 @@ func (m *MongoDB) Connect(t testing.TB, monitor *event.CommandMonitor) *mongo.Da
 }
 
 // RedisRoundTrips is a go-redis hook that records each round trip (one command, or one
-// pipeline) a client makes, as the list of its commands with their first argument ("hmget
-// msggate:{c}:chunk:0"). The handshake go-redis runs on every new connection (HELLO, CLIENT)
+// pipeline) a client makes, as the list of its commands with their key ("hmget
+// msggate:{c}:chunk:0"; for scripts, their first key). The handshake go-redis runs on every new connection (HELLO, CLIENT)
 // is not recorded.
 type RedisRoundTrips struct {
 	mu    sync.Mutex
@@ -111,8 +111,13 @@ func (h *RedisRoundTrips) record(cmds []redis.Cmder) {
 			continue
 		}
 		s := cmd.Name()
-		if args := cmd.Args(); len(args) > 1 {
-			if a, ok := args[1].(string); ok {
+		args := cmd.Args()
+		first := 1
+		if s == "evalsha" || s == "eval" { // EVALSHA sha numkeys key...: name the first key
+			first = 3
+		}
+		if len(args) > first {
+			if a, ok := args[first].(string); ok {
 				s += " " + a
 			}
 		}
@@ -135,16 +140,26 @@ func (h *RedisRoundTrips) Take() [][]string {
 	return t
 }
 
-// Matching counts the round trips in which some command contains substr.
-func Matching(trips [][]string, substr string) int {
+// Matching counts the round trips in which some command contains every one of substrs
+// (for example "hmget" and ":chunk:" for chunk reads, leaving out the fills).
+func Matching(trips [][]string, substrs ...string) int {
 	n := 0
 	for _, trip := range trips {
 		for _, c := range trip {
-			if strings.Contains(c, substr) {
+			if containsAll(c, substrs) {
 				n++
 				break
 			}
 		}
 	}
 	return n
+}
+
+func containsAll(s string, substrs []string) bool {
+	for _, sub := range substrs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }
