@@ -169,7 +169,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (m *Main, err er
 		mongoURI = uri
 	}
 	mopts := options.Client().ApplyURI(mongoURI).SetTimeout(10 * time.Second)
-	mopts.SetMonitor(m.Metrics.MongoMonitor(cfg.MongoMonitor))
+	mopts.SetMonitor(chunkstore.TimingMonitor(cfg.MongoMonitor, m.Metrics.ObserveMongoCommand))
 	client, err := mongo.Connect(mopts)
 	if err != nil {
 		return nil, fmt.Errorf("connect to MongoDB: %w", err)
@@ -210,7 +210,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (m *Main, err er
 	if cfg.RedisHook != nil {
 		rdb.AddHook(cfg.RedisHook)
 	}
-	rdb.AddHook(m.Metrics.RedisHook())
+	rdb.AddHook(cache.TimingHook(m.Metrics.ObserveRedisCall))
 	m.closers = append(m.closers, rdb.Close)
 	m.Cache = cache.New(rdb, cache.Options{})
 	m.Ledger = imsync.NewLedger(m.Store, m.Cache, imsync.Options{Logger: logger})

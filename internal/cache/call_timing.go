@@ -1,4 +1,4 @@
-package ops
+package cache
 
 import (
 	"context"
@@ -8,17 +8,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// RedisHook returns a go-redis hook that records each call's latency, retries included: by
-// command name for a single command, as "pipeline" for a pipeline or transaction, which is
-// one round trip whatever it holds, and as "connect" for the handshake go-redis runs on every
-// new connection. Add it next to any other hook; go-redis runs them all.
-func (m *Metrics) RedisHook() redis.Hook { return redisMetrics{m} }
+// CallObserver is told how long each Redis round trip took: label is the command name for a
+// single command, "pipeline" for a pipeline or transaction (one round trip whatever it holds),
+// and "connect" for the handshake go-redis runs on every new connection.
+type CallObserver func(label string, took time.Duration, failed bool)
 
-type redisMetrics struct{ m *Metrics }
+// TimingHook returns a go-redis hook that times every call for observe (metrics). Add it next
+// to any other hook; go-redis runs them all.
+func TimingHook(observe CallObserver) redis.Hook { return timingHook{observe} }
 
-func (redisMetrics) DialHook(next redis.DialHook) redis.DialHook { return next }
+type timingHook struct{ observe CallObserver }
 
-func (h redisMetrics) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (timingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h timingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		began := time.Now()
 		err := next(ctx, cmd)
@@ -26,12 +29,12 @@ func (h redisMetrics) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if handshake(cmd) {
 			label = "connect"
 		}
-		h.observe(label, began, err)
+		h.observe(label, time.Since(began), failed(label, err))
 		return err
 	}
 }
 
-func (h redisMetrics) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h timingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		began := time.Now()
 		err := next(ctx, cmds)
@@ -42,7 +45,7 @@ func (h redisMetrics) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 				break
 			}
 		}
-		h.observe(label, began, err)
+		h.observe(label, time.Since(began), failed(label, err))
 		return err
 	}
 }
@@ -54,13 +57,6 @@ func handshake(cmd redis.Cmder) bool {
 		return true
 	}
 	return false
-}
-
-func (h redisMetrics) observe(label string, began time.Time, err error) {
-	h.m.redisDuration.WithLabelValues(label).Observe(time.Since(began).Seconds())
-	if failed(label, err) {
-		h.m.redisFailures.WithLabelValues(label).Inc()
-	}
 }
 
 // failed leaves out the errors go-redis expects and recovers from, which would otherwise show
