@@ -73,13 +73,8 @@ func viewsOf(ctx context.Context, viewer, conversationID string, seqs []int64) (
 
 // messagesBySeq answers Query.messages.
 func messagesBySeq(ctx context.Context, conversationID string, seqs []int64) ([]*model.Message, error) {
-	if len(seqs) > im.MaxSeqsPerRequest {
-		return nil, im.Errorf(im.ELIMIT, "at most %d seqs per request, got %d", im.MaxSeqsPerRequest, len(seqs))
-	}
-	for _, s := range seqs {
-		if err := im.ValidateSeq(s); err != nil {
-			return nil, err
-		}
+	if err := validateSeqs(seqs); err != nil {
+		return nil, err
 	}
 	viewer, conv, err := authorize(ctx, conversationID)
 	if err != nil {
@@ -99,11 +94,7 @@ func messagesBySeq(ctx context.Context, conversationID string, seqs []int64) ([]
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.Message, len(views))
-	for i, v := range views {
-		out[i] = messageOf(v)
-	}
-	return out, nil
+	return messagesOf(views), nil
 }
 
 // historyPage answers Conversation.history.

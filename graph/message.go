@@ -41,6 +41,28 @@ func messageOf(v im.MessageView) *model.Message {
 	return out
 }
 
+// messagesOf turns views into their GraphQL shape, in order.
+func messagesOf(views []im.MessageView) []*model.Message {
+	out := make([]*model.Message, len(views))
+	for i, v := range views {
+		out[i] = messageOf(v)
+	}
+	return out
+}
+
+// validateSeqs checks the seqs a client names: at most im.MaxSeqsPerRequest, each valid.
+func validateSeqs(seqs []int64) error {
+	if len(seqs) > im.MaxSeqsPerRequest {
+		return im.Errorf(im.ELIMIT, "at most %d seqs per request, got %d", im.MaxSeqsPerRequest, len(seqs))
+	}
+	for _, s := range seqs {
+		if err := im.ValidateSeq(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func kindOf(k im.ConversationKind) model.ConversationKind {
 	switch k {
 	case im.SingleChat:

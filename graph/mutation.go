@@ -45,13 +45,8 @@ func (r *Resolver) revokeMessage(ctx context.Context, conversationID string, seq
 
 // deleteMessages answers Mutation.deleteMessages.
 func (r *Resolver) deleteMessages(ctx context.Context, conversationID string, seqs []int64, forEveryone *bool) ([]*model.Message, error) {
-	if len(seqs) > im.MaxSeqsPerRequest {
-		return nil, im.Errorf(im.ELIMIT, "at most %d seqs per request, got %d", im.MaxSeqsPerRequest, len(seqs))
-	}
-	for _, s := range seqs {
-		if err := im.ValidateSeq(s); err != nil {
-			return nil, err
-		}
+	if err := validateSeqs(seqs); err != nil {
+		return nil, err
 	}
 	actor, conv, err := r.actorIn(ctx, conversationID)
 	if err != nil {
@@ -61,11 +56,7 @@ func (r *Resolver) deleteMessages(ctx context.Context, conversationID string, se
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.Message, len(views))
-	for i, v := range views {
-		out[i] = messageOf(v)
-	}
-	return out, nil
+	return messagesOf(views), nil
 }
 
 // clearConversation answers Mutation.clearConversation and primes the state loader with the
