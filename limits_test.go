@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -47,18 +46,8 @@ func (g *gateway) twin(tune func(*Config)) *instance {
 	if tune != nil {
 		tune(&cfg)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	m, err := Open(ctx, cfg, testLogger(g.t))
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	srv := httptest.NewServer(m.Handler())
-	g.t.Cleanup(func() {
-		srv.Close()
-		_ = m.Close()
-	})
-	in.gateway = &gateway{t: g.t, m: m, url: srv.URL, redis: g.redis, mongo: g.mongo, rcount: g.rcount}
+	m := mustOpen(g.t, cfg, testLogger(g.t))
+	in.gateway = &gateway{t: g.t, m: m, url: serveMain(g.t, m), redis: g.redis, mongo: g.mongo, rcount: g.rcount}
 	in.mongoCommands.Store(0)
 	g.rcount.Take()
 	return in

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -22,7 +21,6 @@ import (
 	"github.com/prometheus/common/model"
 	"go.mongodb.org/mongo-driver/v2/event"
 
-	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/testenv"
 )
@@ -214,30 +212,10 @@ func TestReadyzFollowsDependencies(t *testing.T) {
 	}
 }
 
-// logBuffer collects the gateway's JSON log lines, written from server goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// with returns the decoded lines whose request_id is id.
-func (b *logBuffer) with(t *testing.T, id string) []map[string]any {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// logsWith returns the logged lines whose request_id is id.
+func logsWith(t *testing.T, logs *testenv.LogBuffer, id string) []map[string]any {
 	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
-	for sc.Scan() {
-		var line map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			t.Fatalf("log line is not JSON: %s", sc.Bytes())
-		}
+	for _, line := range logs.Lines(t) {
 		if line["request_id"] == id {
 			out = append(out, line)
 		}
@@ -245,62 +223,22 @@ func (b *logBuffer) with(t *testing.T, id string) []map[string]any {
 	return out
 }
 
-// openMain opens a gateway on the test's own servers as startGateway does, with logger and
+// openMain opens a gateway on the test's own servers, as startGateway does, with logger and
 // whatever tune changes.
 func openMain(t *testing.T, logger *slog.Logger, tune func(*Config)) (*Main, *testenv.RedisServer) {
 	t.Helper()
 	rs := testenv.Redis(t)
-	mdb := testenv.Mongo(t)
-	cfg := Config{
-		Addr:          "127.0.0.1:0",
-		MongoURI:      mdb.URI(),
-		MongoDatabase: mdb.Database(),
-		RedisURL:      rs.URL(),
-		JWTSecret:     "test-secret-0123456789abcdef0123456789",
-		Introspection: true,
-		Loaders:       graph.LoaderOptions{Wait: 20 * time.Millisecond},
-	}
+	cfg := testConfig(rs, testenv.Mongo(t))
 	if tune != nil {
 		tune(&cfg)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	m, err := Open(ctx, cfg, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	return m, rs
-}
-
-// postWithID sends a GraphQL request carrying requestID ("" for none) and returns the response
-// with its decoded body.
-func postWithID(t *testing.T, url, token, requestID, query string, vars map[string]any) (*http.Response, gqlResponse) {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	req, _ := http.NewRequest(http.MethodPost, url+"/query", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	if requestID != "" {
-		req.Header.Set("X-Request-ID", requestID)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out gqlResponse
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("response %d is not JSON: %s", resp.StatusCode, raw)
-	}
-	return resp, out
+	return mustOpen(t, cfg, logger), rs
 }
 
 // Ensure each request's ID (the client's, or a generated one) is echoed in X-Request-ID and
 // found in its access log line and in the error line the gateway logs for it.
 func TestRequestIDInLogs(t *testing.T) {
-	var logs logBuffer
+	var logs testenv.LogBuffer
 	m, rs := openMain(t, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), nil)
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
@@ -308,11 +246,11 @@ func TestRequestIDInLogs(t *testing.T) {
 	alice := g.token("alice")
 	in := map[string]any{"in": map[string]any{"recvID": "bob", "contentType": 101, "content": "hi"}}
 
-	resp, r := postWithID(t, srv.URL, alice, "client-chosen-42", namedSend, in)
+	resp, r := postQuery(t, srv.URL, alice, "client-chosen-42", namedSend, in)
 	if len(r.Errors) > 0 || resp.Header.Get("X-Request-ID") != "client-chosen-42" {
 		t.Fatalf("send: errors %+v, X-Request-ID %q", r.Errors, resp.Header.Get("X-Request-ID"))
 	}
-	access := logs.with(t, "client-chosen-42")
+	access := logsWith(t, &logs, "client-chosen-42")
 	if len(access) != 1 {
 		t.Fatalf("lines with the request's ID: %v, want its access line", access)
 	}
@@ -324,7 +262,7 @@ func TestRequestIDInLogs(t *testing.T) {
 
 	// With Redis gone a send is UNAVAILABLE, which the error presenter logs for the operator.
 	rs.Stop()
-	resp, r = postWithID(t, srv.URL, alice, "", namedSend, in)
+	resp, r = postQuery(t, srv.URL, alice, "", namedSend, in)
 	if len(r.Errors) == 0 || r.Errors[0].Extensions["code"] != "UNAVAILABLE" {
 		t.Fatalf("send with Redis down: %+v", r)
 	}
@@ -333,7 +271,7 @@ func TestRequestIDInLogs(t *testing.T) {
 		t.Fatal("no X-Request-ID was generated")
 	}
 	var sawError, sawAccess bool
-	for _, line := range logs.with(t, id) {
+	for _, line := range logsWith(t, &logs, id) {
 		switch line["msg"] {
 		case "request failed":
 			sawError = line["level"] == "ERROR" && line["code"] == "UNAVAILABLE"
@@ -342,7 +280,7 @@ func TestRequestIDInLogs(t *testing.T) {
 		}
 	}
 	if !sawError || !sawAccess {
-		t.Errorf("generated ID %q: error line %v, access line %v; lines %v", id, sawError, sawAccess, logs.with(t, id))
+		t.Errorf("generated ID %q: error line %v, access line %v; lines %v", id, sawError, sawAccess, logsWith(t, &logs, id))
 	}
 }
 

@@ -34,32 +34,47 @@ type gateway struct {
 func startGateway(t testing.TB) *gateway {
 	t.Helper()
 	rs := testenv.Redis(t)
-	mdb := testenv.Mongo(t)
 	g := &gateway{t: t, redis: rs, mongo: &testenv.MongoCommands{}, rcount: &testenv.RedisRoundTrips{}}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	m, err := Open(ctx, Config{
+	cfg := testConfig(rs, testenv.Mongo(t))
+	cfg.MongoMonitor, cfg.RedisHook = g.mongo.Monitor(), g.rcount
+	g.m = mustOpen(t, cfg, testLogger(t))
+	g.url = serveMain(t, g.m)
+	return g
+}
+
+// testConfig is the configuration the tests run the gateway with, on their own servers.
+func testConfig(rs *testenv.RedisServer, mdb *testenv.MongoDB) Config {
+	return Config{
+		Addr:          "127.0.0.1:0",
 		MongoURI:      mdb.URI(),
 		MongoDatabase: mdb.Database(),
 		RedisURL:      rs.URL(),
 		JWTSecret:     "test-secret-0123456789abcdef0123456789",
 		Introspection: true,
-		MongoMonitor:  g.mongo.Monitor(),
-		RedisHook:     g.rcount,
 		// Generous: under -race on a busy 2-core machine sibling resolvers take a while to
 		// reach their loader, and a split batch would show as an extra round trip.
 		Loaders: graph.LoaderOptions{Wait: 20 * time.Millisecond},
-	}, testLogger(t))
+	}
+}
+
+// mustOpen opens a Main on cfg and closes it when the test ends.
+func mustOpen(t testing.TB, cfg Config, logger *slog.Logger) *Main {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m, err := Open(ctx, cfg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+// serveMain serves m's handler over real HTTP until the test ends and returns its URL.
+func serveMain(t testing.TB, m *Main) string {
 	srv := httptest.NewServer(m.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		_ = m.Close()
-	})
-	g.m, g.url = m, srv.URL
-	return g
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 func (g *gateway) token(user string) string {
@@ -84,23 +99,34 @@ type gqlResponse struct {
 // post sends one GraphQL request over HTTP with the given bearer token ("" for none).
 func (g *gateway) post(token, query string, vars map[string]any) gqlResponse {
 	g.t.Helper()
+	_, r := postQuery(g.t, g.url, token, "", query, vars)
+	return r
+}
+
+// postQuery sends one GraphQL request to url's /query with a bearer token and an
+// X-Request-ID (each "" for none) and returns the response with its decoded body.
+func postQuery(t testing.TB, url, token, requestID, query string, vars map[string]any) (*http.Response, gqlResponse) {
+	t.Helper()
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	req, _ := http.NewRequest(http.MethodPost, g.url+"/query", bytes.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, url+"/query", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	if requestID != "" {
+		req.Header.Set("X-Request-ID", requestID)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		g.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	var out gqlResponse
 	raw, _ := io.ReadAll(resp.Body)
 	if err := json.Unmarshal(raw, &out); err != nil {
-		g.t.Fatalf("response %d is not JSON: %s", resp.StatusCode, raw)
+		t.Fatalf("response %d is not JSON: %s", resp.StatusCode, raw)
 	}
-	return out
+	return resp, out
 }
 
 // query sends a request that must succeed and decodes its data into out.

@@ -27,29 +27,14 @@ func (s *Store) FindClientMsgSeqs(ctx context.Context, keys []ClientMsgKey) (map
 	if len(keys) == 0 {
 		return out, nil
 	}
-	// One query with two $in lists rather than an $or of pairs: FerretDB evaluates a large $or
-	// clause by clause and slows down badly, while $in costs one set lookup per document. The
-	// few pairs that match both lists without being asked for are dropped below.
-	convs, ids := map[string]bool{}, map[string]bool{}
-	var convList, idList []string
-	for _, k := range keys {
-		if !convs[k.ConversationID] {
-			convs[k.ConversationID] = true
-			convList = append(convList, k.ConversationID)
-		}
-		if !ids[k.ClientMsgID] {
-			ids[k.ClientMsgID] = true
-			idList = append(idList, k.ClientMsgID)
-		}
-	}
 	want := make(map[ClientMsgKey]bool, len(keys))
-	for _, k := range keys {
+	pairs := make([][2]string, len(keys))
+	for i, k := range keys {
 		want[k] = true
+		pairs[i] = [2]string{k.ConversationID, k.ClientMsgID}
 	}
-	docs, err := findAll[clientMsgDoc](ctx, s.clientMsgIDs, "find client message ids", bson.D{
-		{Key: "client_msg_id", Value: bson.D{{Key: "$in", Value: idList}}},
-		{Key: "conversation_id", Value: bson.D{{Key: "$in", Value: convList}}},
-	})
+	docs, err := findAll[clientMsgDoc](ctx, s.clientMsgIDs, "find client message ids",
+		pairFilter("conversation_id", "client_msg_id", pairs))
 	if err != nil {
 		return nil, err
 	}

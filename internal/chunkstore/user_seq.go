@@ -58,27 +58,13 @@ func (s *Store) FindUserSeqs(ctx context.Context, keys []UserSeqKey) (map[UserSe
 	if len(keys) == 0 {
 		return out, nil
 	}
-	convs := make([]string, 0, len(keys))
-	users := make([]string, 0, len(keys))
-	seenC, seenU := map[string]bool{}, map[string]bool{}
 	want := make(map[UserSeqKey]bool, len(keys))
-	for _, k := range keys {
+	pairs := make([][2]string, len(keys))
+	for i, k := range keys {
 		want[k] = true
-		if !seenC[k.ConversationID] {
-			seenC[k.ConversationID] = true
-			convs = append(convs, k.ConversationID)
-		}
-		if !seenU[k.UserID] {
-			seenU[k.UserID] = true
-			users = append(users, k.UserID)
-		}
+		pairs[i] = [2]string{k.ConversationID, k.UserID}
 	}
-	// One $in query over both fields; it may return a few pairs nobody asked for, which are
-	// dropped here, in exchange for a single round trip.
-	docs, err := findAll[UserSeqs](ctx, s.userSeqs, "find user seqs", bson.D{
-		{Key: "conversation_id", Value: bson.D{{Key: "$in", Value: convs}}},
-		{Key: "user_id", Value: bson.D{{Key: "$in", Value: users}}},
-	})
+	docs, err := findAll[UserSeqs](ctx, s.userSeqs, "find user seqs", pairFilter("conversation_id", "user_id", pairs))
 	if err != nil {
 		return nil, err
 	}

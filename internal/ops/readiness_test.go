@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/msggate/msggate/internal/testenv"
 )
 
 func readiness(t *testing.T, h http.Handler) (int, Readiness, string) {
@@ -38,7 +40,7 @@ func ok(context.Context) error { return nil }
 // Ensure readiness is 200 when every dependency answers and 503 naming the one that does not,
 // without the failure's details, which go to the log instead.
 func TestReadiness(t *testing.T) {
-	var buf lockedBuffer
+	var buf testenv.LogBuffer
 	logger := slog.New(slog.NewJSONHandler(&buf, nil))
 	code, body, _ := readiness(t, ReadinessHandler(logger, 0, Check{"mongodb", ok}, Check{"redis", ok}))
 	if code != http.StatusOK || body.Status != "ready" || body.Checks["mongodb"] != "ok" || body.Checks["redis"] != "ok" || body.Failing != nil {
@@ -54,8 +56,8 @@ func TestReadiness(t *testing.T) {
 	if strings.Contains(raw, "10.1.2.3") {
 		t.Errorf("the answer leaks the cause: %s", raw)
 	}
-	if !strings.Contains(buf.buf.String(), "10.1.2.3") {
-		t.Errorf("the cause was not logged: %s", buf.buf.String())
+	if !strings.Contains(buf.String(), "10.1.2.3") {
+		t.Errorf("the cause was not logged: %s", buf.String())
 	}
 }
 

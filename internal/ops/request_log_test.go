@@ -1,46 +1,16 @@
 package ops
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/msggate/msggate/internal/testenv"
 )
-
-// lockedBuffer collects log output written from server goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// lines decodes every JSON log line written so far.
-func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
-	for sc.Scan() {
-		var line map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			t.Fatalf("log line is not JSON: %s", sc.Bytes())
-		}
-		out = append(out, line)
-	}
-	return out
-}
 
 func jsonLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
@@ -65,7 +35,7 @@ func get(t *testing.T, url, requestID string) *http.Response {
 // response, carried by lines the handler logs with its context, and in one access line with
 // the request's method, path, status and size.
 func TestLogRequests(t *testing.T) {
-	var buf lockedBuffer
+	var buf testenv.LogBuffer
 	logger := jsonLogger(&buf, slog.LevelInfo)
 	inner := WithRequestIDs(logger)
 	srv := httptest.NewServer(LogRequests(logger, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -100,7 +70,7 @@ func TestLogRequests(t *testing.T) {
 		}
 		seen[id] = true
 
-		lines := buf.lines(t)
+		lines := buf.Lines(t)
 		if len(lines) < 2 {
 			t.Fatalf("%s: %d log lines, want the handler's and the access line", c.name, len(lines))
 		}
@@ -127,13 +97,13 @@ func TestLogRequests(t *testing.T) {
 // Ensure probes and scrapes are logged at debug level only, and a handler that writes nothing
 // is logged as the 200 net/http answers.
 func TestLogRequestsKeepsProbesQuiet(t *testing.T) {
-	var buf lockedBuffer
+	var buf testenv.LogBuffer
 	srv := httptest.NewServer(LogRequests(jsonLogger(&buf, slog.LevelInfo), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
 	defer srv.Close()
 	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/query"} {
 		get(t, srv.URL+p, "")
 	}
-	lines := buf.lines(t)
+	lines := buf.Lines(t)
 	if len(lines) != 1 || lines[0]["path"] != "/query" || lines[0]["status"] != 200.0 {
 		t.Fatalf("logged at info: %v, want only /query with status 200", lines)
 	}
