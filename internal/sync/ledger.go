@@ -267,10 +267,19 @@ func (l *Ledger) ClearForEveryone(ctx context.Context, userID, conversationID st
 	if next <= s.MinSeq {
 		return s, nil
 	}
-	if err := l.store.RaiseMinSeq(ctx, conversationID, next); err != nil {
+	if err := l.RaiseMinSeq(ctx, conversationID, next); err != nil {
 		return State{}, err
 	}
-	l.raiseCache(ctx, []cache.ConversationRaise{{ConversationID: conversationID, MinSeq: &next}}, nil)
 	s.MinSeq = next
 	return s, nil
+}
+
+// RaiseMinSeq makes every seq below minSeq unreadable for every member of the conversation
+// (clear for everyone, retention). It is monotonic: a lower value changes nothing.
+func (l *Ledger) RaiseMinSeq(ctx context.Context, conversationID string, minSeq int64) error {
+	if err := l.store.RaiseMinSeq(ctx, conversationID, minSeq); err != nil {
+		return err
+	}
+	l.raiseCache(ctx, []cache.ConversationRaise{{ConversationID: conversationID, MinSeq: &minSeq}}, nil)
+	return nil
 }
