@@ -79,6 +79,16 @@ func (m *MongoDB) Connect(t testing.TB, monitor *event.CommandMonitor) *mongo.Da
 // pipeline) a client makes, as the list of its commands with their key ("hmget
 // msggate:{c}:chunk:0"; for scripts, their first key). The handshake go-redis runs on every new connection (HELLO, CLIENT)
 // is not recorded.
+//
+// On a Redis Cluster, add it to the redis.ClusterClient with AddHook: it then sees each call
+// once, as the caller made it, before go-redis splits it by node. A pipeline whose keys live
+// on several masters therefore counts as ONE round trip, and that is the count the contracts
+// mean: go-redis sends every node its share of the pipeline at the same time, so the caller
+// waits one network round trip (the slowest node's), not one per node. (A hook added to each
+// node client through OnNewNode would instead see one pipeline per node contacted; the
+// testenv tests show both.) Not recorded on a cluster: the client's own CLUSTER SLOTS calls
+// that load the slot map, and resends after a MOVED or ASK redirect, which a stable cluster
+// does not send once the map is loaded.
 type RedisRoundTrips struct {
 	mu    sync.Mutex
 	trips [][]string

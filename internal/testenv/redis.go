@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,10 +22,13 @@ import (
 
 // RedisServer is a redis-server process owned by a single test.
 type RedisServer struct {
-	t    testing.TB
+	t    testing.TB // nil for a node of a cluster, which is never restarted alone
 	bin  string
 	dir  string
 	port int
+	// busPort is the cluster bus port of a node started in cluster mode, 0 otherwise. It is
+	// chosen like the client port: Redis's default (port + 10000) may be out of range or taken.
+	busPort int
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -36,28 +40,44 @@ type RedisServer struct {
 // it answers PING and stops it when the test ends.
 func Redis(t testing.TB) *RedisServer {
 	t.Helper()
-	bin, err := findRedisServer()
+	s, err := startRedisServer(t.TempDir(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &RedisServer{t: t, bin: bin, dir: t.TempDir()}
+	s.t = t
 	t.Cleanup(s.Stop)
+	return s
+}
 
-	// Another process may grab the port between probing and redis binding it,
-	// so a failed start is retried on a new port.
+// startRedisServer starts a redis-server keeping its files in dir, on a free loopback port
+// (and, in cluster mode, a free cluster bus port). The caller stops it.
+func startRedisServer(dir string, cluster bool) (*RedisServer, error) {
+	bin, err := findRedisServer()
+	if err != nil {
+		return nil, err
+	}
+	s := &RedisServer{bin: bin, dir: dir}
+	// Another process may grab a port between probing and redis binding it,
+	// so a failed start is retried on new ports.
 	var lastErr error
 	for range 5 {
-		port, err := freePort()
-		if err != nil {
-			t.Fatalf("testenv: find free port: %v", err)
+		if s.port, err = freePort(); err != nil {
+			return nil, fmt.Errorf("testenv: find free port: %w", err)
 		}
-		s.port = port
+		if cluster {
+			if s.busPort, err = freePort(); err != nil {
+				return nil, fmt.Errorf("testenv: find free port: %w", err)
+			}
+			if s.busPort == s.port {
+				lastErr = fmt.Errorf("port %d probed twice", s.port)
+				continue
+			}
+		}
 		if lastErr = s.start(); lastErr == nil {
-			return s
+			return s, nil
 		}
 	}
-	t.Fatalf("testenv: start redis-server: %v", lastErr)
-	return nil
+	return nil, fmt.Errorf("testenv: start redis-server: %w", lastErr)
 }
 
 // Addr returns host:port of the server.
@@ -115,6 +135,13 @@ func (s *RedisServer) start() error {
 		"--dir", s.dir,
 		"--daemonize", "no",
 	)
+	if s.busPort != 0 {
+		cmd.Args = append(cmd.Args,
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(s.dir, "nodes.conf"),
+			"--cluster-port", strconv.Itoa(s.busPort),
+		)
+	}
 	cmd.Stdout = logs
 	cmd.Stderr = logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -187,12 +214,17 @@ func findRedisServer() (string, error) {
 		return p, nil
 	}
 	for _, p := range []string{"/usr/bin/redis-server", "/usr/sbin/redis-server", "/usr/local/bin/redis-server"} {
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+		if isFile(p) {
 			return p, nil
 		}
 	}
 	return "", fmt.Errorf("testenv: redis-server not found in PATH, /usr/bin or /usr/sbin; " +
 		"tests need a real Redis: install it with `apt-get install -y redis-server`")
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
 }
 
 func freePort() (int, error) {
