@@ -98,6 +98,11 @@ type Config struct {
 	RateBurst      int           // requests per user at once; default 40
 	RequestTimeout time.Duration // default 30s
 
+	// Sync: the per-user event log and live subscriptions.
+	EventLogMaxLen int64         // events kept per user; default 10000
+	EventLogMaxAge time.Duration // how long an event is kept; default 7 days
+	KeepAlive      time.Duration // WebSocket keepalive ping interval; default 15s
+
 	// For tests: observe MongoDB commands and Redis calls.
 	MongoMonitor *event.CommandMonitor
 	RedisHook    redis.Hook
@@ -126,6 +131,9 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.RateLimit, "rate-limit", graph.DefaultRateLimit, "requests a second each user may make, sustained; negative: no rate limit")
 	fs.IntVar(&c.RateBurst, "rate-burst", graph.DefaultRateBurst, "requests each user may make at once")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", graph.DefaultRequestTimeout, "longest time a request may take; negative: no limit")
+	fs.Int64Var(&c.EventLogMaxLen, "event-log-len", 10000, "events kept in each user's sync log; an older sync token answers tooLong")
+	fs.DurationVar(&c.EventLogMaxAge, "event-log-age", 7*24*time.Hour, "how long events stay in the sync log")
+	fs.DurationVar(&c.KeepAlive, "ws-keepalive", 15*time.Second, "WebSocket keepalive ping interval")
 }
 
 // Main is a running gateway: its stores, its HTTP server, and what must be closed.
@@ -137,6 +145,7 @@ type Main struct {
 	Cache   *cache.Cache
 	Ledger  *imsync.Ledger
 	Ingest  *ingest.Ingester
+	Hub     *imsync.Hub
 	Logger  *slog.Logger
 	Metrics *ops.Metrics // this gateway's own Prometheus registry, served on /metrics
 	closers []func() error
@@ -179,42 +188,25 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (m *Main, err er
 		return nil, err
 	}
 
-	redisURL := cfg.RedisURL
-	if redisURL == "" {
+	if cfg.RedisURL == "" {
 		url, stop, err := embedded.StartRedis()
 		if err != nil {
 			return nil, err
 		}
 		m.closers = append(m.closers, func() error { stop(); return nil })
-		redisURL = url
+		cfg.RedisURL = url
 	}
-	ropts, err := redis.ParseURL(redisURL)
+	rdb, err := newRedisClient(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("redis URL: %w", err)
-	}
-	// Redis is a cache in front of MongoDB: when it is down, reads should fall through to
-	// MongoDB quickly rather than wait out go-redis's default retries (seconds per call).
-	if ropts.MaxRetries == 0 {
-		ropts.MaxRetries = 1
-	}
-	if ropts.MaxRetryBackoff == 0 {
-		ropts.MaxRetryBackoff = 100 * time.Millisecond
-	}
-	if ropts.DialTimeout == 0 {
-		ropts.DialTimeout = 2 * time.Second
-	}
-	if ropts.DialerRetries == 0 {
-		ropts.DialerRetries = 1
-	}
-	rdb := redis.NewClient(ropts)
-	if cfg.RedisHook != nil {
-		rdb.AddHook(cfg.RedisHook)
+		return nil, err
 	}
 	rdb.AddHook(cache.TimingHook(m.Metrics.ObserveRedisCall))
 	m.closers = append(m.closers, rdb.Close)
-	m.Cache = cache.New(rdb, cache.Options{})
+	m.Cache = cache.New(rdb, cache.Options{EventLogMaxLen: cfg.EventLogMaxLen, EventLogMaxAge: cfg.EventLogMaxAge})
 	m.Ledger = imsync.NewLedger(m.Store, m.Cache, imsync.Options{Logger: logger})
 	m.Ingest = ingest.New(m.Store, m.Cache, m.Ledger, ingest.Options{})
+	m.Hub = imsync.NewHub(m.Ledger, m.Cache, imsync.HubOptions{})
+	m.closers = append(m.closers, m.Hub.Close)
 	return m, nil
 }
 
@@ -232,6 +224,7 @@ func (m *Main) Handler() http.Handler {
 		Ledger:   m.Ledger,
 		Reader:   reader,
 		Ingester: m.Ingest,
+		Hub:      m.Hub,
 		Logger:   m.Logger,
 	}
 	mux := http.NewServeMux()
@@ -251,6 +244,7 @@ func (m *Main) Handler() http.Handler {
 		RateLimit:        m.Config.RateLimit,
 		RateBurst:        m.Config.RateBurst,
 		RequestTimeout:   m.Config.RequestTimeout,
+		KeepAlive:        m.Config.KeepAlive,
 		PersistedQueries: m.Cache.PersistedQueries(24 * time.Hour),
 	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -301,8 +295,8 @@ func (m *Main) Serve(ctx context.Context, ready func(addr string)) error {
 	}
 	// Shutdown closes the listener at once, then waits for in-flight requests, whose contexts
 	// do not end with ctx (BaseContext), so they finish normally. It does not track hijacked
-	// connections: when WebSocket subscriptions land, register their closing (a close frame,
-	// then ending the connection) with m.server.RegisterOnShutdown before serving.
+	// connections: subscriptions are ended here, and each closes its WebSocket with "going
+	// away", so its client reconnects to another instance with its last token.
 	// The grace period outlasts the request time limit, so that a request that just started
 	// can still finish.
 	grace := 15 * time.Second
@@ -310,6 +304,9 @@ func (m *Main) Serve(ctx context.Context, ready func(addr string)) error {
 		grace = limit + time.Second
 	}
 	m.Logger.Info("shutting down: draining in-flight requests", "grace", grace.String())
+	if m.Hub != nil {
+		m.Hub.EndAll(imsync.ErrShuttingDown)
+	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := m.server.Shutdown(shutdownCtx); err != nil {

@@ -32,6 +32,12 @@ func priceLists(c *ComplexityRoot) {
 	c.Viewer.Conversations = func(child int, first *int, _ *string) int {
 		return pageCost(orDefault(first, defaultConversationPage), child)
 	}
+	c.Query.SyncState = func(child int, first *int, _ *string) int {
+		return pageCost(orDefault(first, im.MaxSyncConversations), child)
+	}
+	c.Query.SyncDifference = func(child int, _ string, limit *int) int {
+		return pageCost(orDefault(limit, im.DefaultSyncEvents), child)
+	}
 }
 
 // itemsCost prices a field that returns a list of n objects directly: each item is an object

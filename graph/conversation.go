@@ -84,9 +84,16 @@ func messagesBySeq(ctx context.Context, conversationID string, seqs []int64) ([]
 	if err != nil {
 		return nil, err
 	}
+	// A seq below the viewer's min seq existed and is gone for them (retention, clearing):
+	// that is an answer of its own, not a message left out, which a client would read as a
+	// hole to fetch again. Seqs above the max seq do not exist yet and are left out.
+	lo := st.VisibleMin()
 	visible := seqs[:0:0]
 	for _, s := range seqs {
-		if s >= st.VisibleMin() && s <= st.MaxSeq {
+		if s < lo {
+			return nil, historyUnavailable(conv.ID, lo)
+		}
+		if s <= st.MaxSeq {
 			visible = append(visible, s)
 		}
 	}
@@ -124,6 +131,15 @@ func historyPage(ctx context.Context, conversationID string, beforeSeq, afterSeq
 	viewer, st, err := viewerState(ctx, conversationID)
 	if err != nil {
 		return nil, err
+	}
+	// A page asked for before a seq, whose every seq lies below the viewer's min seq, is
+	// history that is gone (retention, clearing): say so rather than answer an empty page. A
+	// page that reaches the min seq answers its readable part with hasMoreBefore false.
+	if before > 0 {
+		first := max(after+1, 1)
+		if last := before - 1; first <= last && last < st.VisibleMin() {
+			return nil, historyUnavailable(conversationID, st.VisibleMin())
+		}
 	}
 	from, to := im.HistoryPage(st.VisibleMin(), st.MaxSeq, before, after, n)
 	var seqs []int64

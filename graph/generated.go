@@ -31,6 +31,7 @@ type ResolverRoot interface {
 	Conversation() ConversationResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
+	Subscription() SubscriptionResolver
 	Viewer() ViewerResolver
 }
 
@@ -104,15 +105,52 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		Conversation func(childComplexity int, id string) int
-		Messages     func(childComplexity int, conversationID string, seqs []int64) int
-		Viewer       func(childComplexity int) int
+		Conversation   func(childComplexity int, id string) int
+		Messages       func(childComplexity int, conversationID string, seqs []int64) int
+		SyncDifference func(childComplexity int, since string, limit *int) int
+		SyncState      func(childComplexity int, first *int, after *string) int
+		Viewer         func(childComplexity int) int
 	}
 
 	Revoke struct {
 		Role   func(childComplexity int) int
 		Time   func(childComplexity int) int
 		UserID func(childComplexity int) int
+	}
+
+	Subscription struct {
+		SyncEvents func(childComplexity int, since *string) int
+	}
+
+	SyncDifference struct {
+		Events  func(childComplexity int) int
+		HasMore func(childComplexity int) int
+		Token   func(childComplexity int) int
+		TooLong func(childComplexity int) int
+	}
+
+	SyncEvent struct {
+		ConversationID func(childComplexity int) int
+		ForEveryone    func(childComplexity int) int
+		MaxSeq         func(childComplexity int) int
+		MinSeq         func(childComplexity int) int
+		Position       func(childComplexity int) int
+		ReadSeq        func(childComplexity int) int
+		SendID         func(childComplexity int) int
+		Seq            func(childComplexity int) int
+		Seqs           func(childComplexity int) int
+		Time           func(childComplexity int) int
+		Token          func(childComplexity int) int
+		Type           func(childComplexity int) int
+		UnreadCount    func(childComplexity int) int
+	}
+
+	SyncState struct {
+		Conversations func(childComplexity int) int
+		EndCursor     func(childComplexity int) int
+		HasMore       func(childComplexity int) int
+		Token         func(childComplexity int) int
+		TotalUnread   func(childComplexity int) int
 	}
 
 	Viewer struct {
@@ -147,6 +185,11 @@ type QueryResolver interface {
 	Viewer(ctx context.Context) (*model.Viewer, error)
 	Conversation(ctx context.Context, id string) (*model.Conversation, error)
 	Messages(ctx context.Context, conversationID string, seqs []int64) ([]*model.Message, error)
+	SyncState(ctx context.Context, first *int, after *string) (*model.SyncState, error)
+	SyncDifference(ctx context.Context, since string, limit *int) (*model.SyncDifference, error)
+}
+type SubscriptionResolver interface {
+	SyncEvents(ctx context.Context, since *string) (<-chan *model.SyncEvent, error)
 }
 type ViewerResolver interface {
 	TotalUnread(ctx context.Context, obj *model.Viewer) (int64, error)
@@ -483,6 +526,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Messages(childComplexity, args["conversationID"].(string), args["seqs"].([]int64)), true
+	case "Query.syncDifference":
+		if e.ComplexityRoot.Query.SyncDifference == nil {
+			break
+		}
+
+		args, err := ec.field_Query_syncDifference_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SyncDifference(childComplexity, args["since"].(string), args["limit"].(*int)), true
+	case "Query.syncState":
+		if e.ComplexityRoot.Query.SyncState == nil {
+			break
+		}
+
+		args, err := ec.field_Query_syncState_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SyncState(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Query.viewer":
 		if e.ComplexityRoot.Query.Viewer == nil {
 			break
@@ -508,6 +573,153 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Revoke.UserID(childComplexity), true
+
+	case "Subscription.syncEvents":
+		if e.ComplexityRoot.Subscription.SyncEvents == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_syncEvents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.SyncEvents(childComplexity, args["since"].(*string)), true
+
+	case "SyncDifference.events":
+		if e.ComplexityRoot.SyncDifference.Events == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncDifference.Events(childComplexity), true
+	case "SyncDifference.hasMore":
+		if e.ComplexityRoot.SyncDifference.HasMore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncDifference.HasMore(childComplexity), true
+	case "SyncDifference.token":
+		if e.ComplexityRoot.SyncDifference.Token == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncDifference.Token(childComplexity), true
+	case "SyncDifference.tooLong":
+		if e.ComplexityRoot.SyncDifference.TooLong == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncDifference.TooLong(childComplexity), true
+
+	case "SyncEvent.conversationID":
+		if e.ComplexityRoot.SyncEvent.ConversationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncEvent.ConversationID(childComplexity), true
+	case "SyncEvent.forEveryone":
+		if e.ComplexityRoot.SyncEvent.ForEveryone == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncEvent.ForEveryone(childComplexity), true
+	case "SyncEvent.maxSeq":
+		if e.ComplexityRoot.SyncEvent.MaxSeq == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncEvent.MaxSeq(childComplexity), true
+	case "SyncEvent.minSeq":
+		if e.ComplexityRoot.SyncEvent.MinSeq == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncEvent.MinSeq(childComplexity), true
+	case "SyncEvent.position":
+		if e.ComplexityRoot.SyncEvent.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncEvent.Position(childComplexity), true
+	case "SyncEvent.readSeq":
+		if e.ComplexityRoot.SyncEvent.ReadSeq == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncEvent.ReadSeq(childComplexity), true
+	case "SyncEvent.sendID":
+		if e.ComplexityRoot.SyncEvent.SendID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncEvent.SendID(childComplexity), true
+	case "SyncEvent.seq":
+		if e.ComplexityRoot.SyncEvent.Seq == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncEvent.Seq(childComplexity), true
+	case "SyncEvent.seqs":
+		if e.ComplexityRoot.SyncEvent.Seqs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncEvent.Seqs(childComplexity), true
+	case "SyncEvent.time":
+		if e.ComplexityRoot.SyncEvent.Time == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncEvent.Time(childComplexity), true
+	case "SyncEvent.token":
+		if e.ComplexityRoot.SyncEvent.Token == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncEvent.Token(childComplexity), true
+	case "SyncEvent.type":
+		if e.ComplexityRoot.SyncEvent.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncEvent.Type(childComplexity), true
+	case "SyncEvent.unreadCount":
+		if e.ComplexityRoot.SyncEvent.UnreadCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncEvent.UnreadCount(childComplexity), true
+
+	case "SyncState.conversations":
+		if e.ComplexityRoot.SyncState.Conversations == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncState.Conversations(childComplexity), true
+	case "SyncState.endCursor":
+		if e.ComplexityRoot.SyncState.EndCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncState.EndCursor(childComplexity), true
+	case "SyncState.hasMore":
+		if e.ComplexityRoot.SyncState.HasMore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncState.HasMore(childComplexity), true
+	case "SyncState.token":
+		if e.ComplexityRoot.SyncState.Token == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncState.Token(childComplexity), true
+	case "SyncState.totalUnread":
+		if e.ComplexityRoot.SyncState.TotalUnread == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncState.TotalUnread(childComplexity), true
 
 	case "Viewer.conversations":
 		if e.ComplexityRoot.Viewer.Conversations == nil {
@@ -595,6 +807,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 				Data: buf.Bytes(),
 			}
 		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
 
 	default:
 		return graphql.OneShot(graphql.ErrorResponse(ctx, "unsupported GraphQL operation"))
@@ -620,7 +849,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema.graphqls"
+//go:embed "schema.graphqls" "sync.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -633,6 +862,7 @@ func sourceData(filename string) string {
 
 var sources = []*ast.Source{
 	{Name: "schema.graphqls", Input: sourceData("schema.graphqls"), BuiltIn: false},
+	{Name: "sync.graphqls", Input: sourceData("sync.graphqls"), BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
@@ -762,6 +992,68 @@ func (ec *executionContext) childFields_Revoke(ctx context.Context, field graphq
 		return ec.fieldContext_Revoke_time(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Revoke", field.Name)
+}
+
+func (ec *executionContext) childFields_SyncDifference(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "token":
+		return ec.fieldContext_SyncDifference_token(ctx, field)
+	case "hasMore":
+		return ec.fieldContext_SyncDifference_hasMore(ctx, field)
+	case "tooLong":
+		return ec.fieldContext_SyncDifference_tooLong(ctx, field)
+	case "events":
+		return ec.fieldContext_SyncDifference_events(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SyncDifference", field.Name)
+}
+
+func (ec *executionContext) childFields_SyncEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "type":
+		return ec.fieldContext_SyncEvent_type(ctx, field)
+	case "token":
+		return ec.fieldContext_SyncEvent_token(ctx, field)
+	case "position":
+		return ec.fieldContext_SyncEvent_position(ctx, field)
+	case "time":
+		return ec.fieldContext_SyncEvent_time(ctx, field)
+	case "conversationID":
+		return ec.fieldContext_SyncEvent_conversationID(ctx, field)
+	case "seq":
+		return ec.fieldContext_SyncEvent_seq(ctx, field)
+	case "sendID":
+		return ec.fieldContext_SyncEvent_sendID(ctx, field)
+	case "seqs":
+		return ec.fieldContext_SyncEvent_seqs(ctx, field)
+	case "forEveryone":
+		return ec.fieldContext_SyncEvent_forEveryone(ctx, field)
+	case "maxSeq":
+		return ec.fieldContext_SyncEvent_maxSeq(ctx, field)
+	case "minSeq":
+		return ec.fieldContext_SyncEvent_minSeq(ctx, field)
+	case "readSeq":
+		return ec.fieldContext_SyncEvent_readSeq(ctx, field)
+	case "unreadCount":
+		return ec.fieldContext_SyncEvent_unreadCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SyncEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_SyncState(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "token":
+		return ec.fieldContext_SyncState_token(ctx, field)
+	case "totalUnread":
+		return ec.fieldContext_SyncState_totalUnread(ctx, field)
+	case "conversations":
+		return ec.fieldContext_SyncState_conversations(ctx, field)
+	case "hasMore":
+		return ec.fieldContext_SyncState_hasMore(ctx, field)
+	case "endCursor":
+		return ec.fieldContext_SyncState_endCursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SyncState", field.Name)
 }
 
 func (ec *executionContext) childFields_Viewer(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1101,6 +1393,64 @@ func (ec *executionContext) field_Query_messages_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["seqs"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_syncDifference_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "since",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["since"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "limit",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["limit"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_syncState_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_syncEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "since",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["since"] = arg0
 	return args, nil
 }
 
@@ -2464,6 +2814,94 @@ func (ec *executionContext) fieldContext_Query_messages(ctx context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_syncState(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_syncState(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SyncState(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SyncState) graphql.Marshaler {
+			return ec.marshalNSyncState2ᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSyncState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_syncState(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SyncState(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_syncState_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_syncDifference(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_syncDifference(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SyncDifference(ctx, fc.Args["since"].(string), fc.Args["limit"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SyncDifference) graphql.Marshaler {
+			return ec.marshalNSyncDifference2ᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSyncDifference(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_syncDifference(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SyncDifference(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_syncDifference_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2607,6 +3045,574 @@ func (ec *executionContext) _Revoke_time(ctx context.Context, field graphql.Coll
 }
 func (ec *executionContext) fieldContext_Revoke_time(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Revoke", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _Subscription_syncEvents(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_syncEvents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().SyncEvents(ctx, fc.Args["since"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SyncEvent) graphql.Marshaler {
+			return ec.marshalNSyncEvent2ᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSyncEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_syncEvents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SyncEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_syncEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SyncDifference_token(ctx context.Context, field graphql.CollectedField, obj *model.SyncDifference) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncDifference_token(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Token, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncDifference_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncDifference", field, false, false, "String")
+}
+
+func (ec *executionContext) _SyncDifference_hasMore(ctx context.Context, field graphql.CollectedField, obj *model.SyncDifference) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncDifference_hasMore(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HasMore, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncDifference_hasMore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncDifference", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _SyncDifference_tooLong(ctx context.Context, field graphql.CollectedField, obj *model.SyncDifference) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncDifference_tooLong(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TooLong, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncDifference_tooLong(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncDifference", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _SyncDifference_events(ctx context.Context, field graphql.CollectedField, obj *model.SyncDifference) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncDifference_events(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Events, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.SyncEvent) graphql.Marshaler {
+			return ec.marshalNSyncEvent2ᚕᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSyncEventᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncDifference_events(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SyncDifference",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SyncEvent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SyncEvent_type(ctx context.Context, field graphql.CollectedField, obj *model.SyncEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncEvent_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SyncEventType) graphql.Marshaler {
+			return ec.marshalNSyncEventType2githubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSyncEventType(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncEvent_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncEvent", field, false, false, "SyncEventType")
+}
+
+func (ec *executionContext) _SyncEvent_token(ctx context.Context, field graphql.CollectedField, obj *model.SyncEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncEvent_token(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Token, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncEvent_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _SyncEvent_position(ctx context.Context, field graphql.CollectedField, obj *model.SyncEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncEvent_position(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Position, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncEvent_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncEvent", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _SyncEvent_time(ctx context.Context, field graphql.CollectedField, obj *model.SyncEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncEvent_time(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Time, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncEvent_time(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncEvent", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _SyncEvent_conversationID(ctx context.Context, field graphql.CollectedField, obj *model.SyncEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncEvent_conversationID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ConversationID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SyncEvent_conversationID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncEvent", field, false, false, "ID")
+}
+
+func (ec *executionContext) _SyncEvent_seq(ctx context.Context, field graphql.CollectedField, obj *model.SyncEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncEvent_seq(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Seq, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt642ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SyncEvent_seq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncEvent", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _SyncEvent_sendID(ctx context.Context, field graphql.CollectedField, obj *model.SyncEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncEvent_sendID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SendID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SyncEvent_sendID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncEvent", field, false, false, "ID")
+}
+
+func (ec *executionContext) _SyncEvent_seqs(ctx context.Context, field graphql.CollectedField, obj *model.SyncEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncEvent_seqs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Seqs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []int64) graphql.Marshaler {
+			return ec.marshalOInt642ᚕint64ᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SyncEvent_seqs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncEvent", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _SyncEvent_forEveryone(ctx context.Context, field graphql.CollectedField, obj *model.SyncEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncEvent_forEveryone(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ForEveryone, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SyncEvent_forEveryone(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncEvent", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _SyncEvent_maxSeq(ctx context.Context, field graphql.CollectedField, obj *model.SyncEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncEvent_maxSeq(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxSeq, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt642ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SyncEvent_maxSeq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncEvent", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _SyncEvent_minSeq(ctx context.Context, field graphql.CollectedField, obj *model.SyncEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncEvent_minSeq(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinSeq, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt642ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SyncEvent_minSeq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncEvent", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _SyncEvent_readSeq(ctx context.Context, field graphql.CollectedField, obj *model.SyncEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncEvent_readSeq(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReadSeq, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt642ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SyncEvent_readSeq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncEvent", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _SyncEvent_unreadCount(ctx context.Context, field graphql.CollectedField, obj *model.SyncEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncEvent_unreadCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UnreadCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt642ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SyncEvent_unreadCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncEvent", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _SyncState_token(ctx context.Context, field graphql.CollectedField, obj *model.SyncState) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncState_token(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Token, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncState_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncState", field, false, false, "String")
+}
+
+func (ec *executionContext) _SyncState_totalUnread(ctx context.Context, field graphql.CollectedField, obj *model.SyncState) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncState_totalUnread(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalUnread, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncState_totalUnread(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncState", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _SyncState_conversations(ctx context.Context, field graphql.CollectedField, obj *model.SyncState) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncState_conversations(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Conversations, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Conversation) graphql.Marshaler {
+			return ec.marshalNConversation2ᚕᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐConversationᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncState_conversations(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SyncState",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SyncState_hasMore(ctx context.Context, field graphql.CollectedField, obj *model.SyncState) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncState_hasMore(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HasMore, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncState_hasMore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncState", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _SyncState_endCursor(ctx context.Context, field graphql.CollectedField, obj *model.SyncState) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncState_endCursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EndCursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SyncState_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncState", field, false, false, "String")
 }
 
 func (ec *executionContext) _Viewer_userID(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
@@ -4473,6 +5479,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_messages(ctx, field)
 				})
+		case "syncState":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_syncState(ctx, field)
+				})
+		case "syncDifference":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_syncDifference(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -4528,6 +5546,220 @@ func (ec *executionContext) _Revoke(ctx context.Context, sel ast.SelectionSet, o
 		case "time":
 			out.Values[i] = ec._Revoke_time(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "syncEvents":
+		return ec._Subscription_syncEvents(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
+}
+
+var syncDifferenceImplementors = []string{"SyncDifference"}
+
+func (ec *executionContext) _SyncDifference(ctx context.Context, sel ast.SelectionSet, obj *model.SyncDifference) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, syncDifferenceImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SyncDifference")
+		case "token":
+			out.Values[i] = ec._SyncDifference_token(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hasMore":
+			out.Values[i] = ec._SyncDifference_hasMore(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "tooLong":
+			out.Values[i] = ec._SyncDifference_tooLong(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "events":
+			out.Values[i] = ec._SyncDifference_events(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var syncEventImplementors = []string{"SyncEvent"}
+
+func (ec *executionContext) _SyncEvent(ctx context.Context, sel ast.SelectionSet, obj *model.SyncEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, syncEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SyncEvent")
+		case "type":
+			out.Values[i] = ec._SyncEvent_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "token":
+			out.Values[i] = ec._SyncEvent_token(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "position":
+			out.Values[i] = ec._SyncEvent_position(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "time":
+			out.Values[i] = ec._SyncEvent_time(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "conversationID":
+			out.Values[i] = ec._SyncEvent_conversationID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "seq":
+			out.Values[i] = ec._SyncEvent_seq(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "sendID":
+			out.Values[i] = ec._SyncEvent_sendID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "seqs":
+			out.Values[i] = ec._SyncEvent_seqs(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "forEveryone":
+			out.Values[i] = ec._SyncEvent_forEveryone(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "maxSeq":
+			out.Values[i] = ec._SyncEvent_maxSeq(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "minSeq":
+			out.Values[i] = ec._SyncEvent_minSeq(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "readSeq":
+			out.Values[i] = ec._SyncEvent_readSeq(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "unreadCount":
+			out.Values[i] = ec._SyncEvent_unreadCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var syncStateImplementors = []string{"SyncState"}
+
+func (ec *executionContext) _SyncState(ctx context.Context, sel ast.SelectionSet, obj *model.SyncState) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, syncStateImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SyncState")
+		case "token":
+			out.Values[i] = ec._SyncState_token(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalUnread":
+			out.Values[i] = ec._SyncState_totalUnread(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "conversations":
+			out.Values[i] = ec._SyncState_conversations(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hasMore":
+			out.Values[i] = ec._SyncState_hasMore(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "endCursor":
+			out.Values[i] = ec._SyncState_endCursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -5240,6 +6472,56 @@ func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel
 	return ret
 }
 
+func (ec *executionContext) marshalNSyncDifference2ᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSyncDifference(ctx context.Context, sel ast.SelectionSet, v *model.SyncDifference) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SyncDifference!")
+		return graphql.Null
+	}
+	return ec._SyncDifference(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNSyncEvent2ᚕᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSyncEventᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.SyncEvent) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSyncEvent2ᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSyncEvent(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSyncEvent2ᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSyncEvent(ctx context.Context, sel ast.SelectionSet, v *model.SyncEvent) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SyncEvent!")
+		return graphql.Null
+	}
+	return ec._SyncEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNSyncEventType2githubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSyncEventType(ctx context.Context, v any) (model.SyncEventType, error) {
+	var res model.SyncEventType
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSyncEventType2githubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSyncEventType(ctx context.Context, sel ast.SelectionSet, v model.SyncEventType) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNSyncState2ᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSyncState(ctx context.Context, sel ast.SelectionSet, v *model.SyncState) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SyncState!")
+		return graphql.Null
+	}
+	return ec._SyncState(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNViewer2ᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐViewer(ctx context.Context, sel ast.SelectionSet, v *model.Viewer) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Viewer!")
@@ -5436,6 +6718,24 @@ func (ec *executionContext) marshalOGroupRole2ᚖgithubᚗcomᚋmsggateᚋmsggat
 	return v
 }
 
+func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalID(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOID2ᚖstring(ctx context.Context, sel ast.SelectionSet, v *string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalID(*v)
+	return res
+}
+
 func (ec *executionContext) unmarshalOInt2ᚖint(ctx context.Context, v any) (*int, error) {
 	if v == nil {
 		return nil, nil
@@ -5452,6 +6752,41 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	_ = ctx
 	res := model.MarshalInt(*v)
 	return res
+}
+
+func (ec *executionContext) unmarshalOInt642ᚕint64ᚄ(ctx context.Context, v any) ([]int64, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]int64, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNInt642int64(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOInt642ᚕint64ᚄ(ctx context.Context, sel ast.SelectionSet, v []int64) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNInt642int64(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOInt642ᚖint64(ctx context.Context, v any) (*int64, error) {

@@ -50,6 +50,9 @@ type HandlerOptions struct {
 	PersistedQueries graphql.Cache[string]
 	// Loaders tunes the per-request dataloaders.
 	Loaders LoaderOptions
+	// KeepAlive is how often an idle WebSocket connection is pinged (graphql-ws "ka" messages,
+	// graphql-transport-ws pings). Default 15s.
+	KeepAlive time.Duration
 	// Logger receives internal errors. Default slog.Default().
 	Logger *slog.Logger
 	// Extensions are installed first, in order, so that they wrap every other extension
@@ -75,6 +78,8 @@ func NewHandler(r *Resolver, o HandlerOptions) http.Handler {
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
+	srv.AddTransport(websocketTransport(r, o))
+	srv.AroundOperations(freshLoaders)
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(persistedQueries(o.PersistedQueries))
 	if o.MaxTokens > 0 {
@@ -93,7 +98,7 @@ func NewHandler(r *Resolver, o HandlerOptions) http.Handler {
 	h := gated(srv,
 		bodyGate(o.MaxBodyBytes),
 		rateGate(o.RateLimiter, o.RateLimit, o.RateBurst, o.Logger))
-	return withLoaders(r, o.JWTSecret, o.Loaders, withDeadline(o.RequestTimeout, h))
+	return withConnHolder(withLoaders(r, o.JWTSecret, o.Loaders, withDeadline(o.RequestTimeout, h)))
 }
 
 func (o HandlerOptions) withDefaults() HandlerOptions {
@@ -123,6 +128,9 @@ func (o HandlerOptions) withDefaults() HandlerOptions {
 	}
 	if o.PersistedQueries == nil {
 		o.PersistedQueries = lru.New[string](1000)
+	}
+	if o.KeepAlive == 0 {
+		o.KeepAlive = 15 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

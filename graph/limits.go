@@ -144,6 +144,12 @@ func withDeadline(d time.Duration, next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Header.Get("Upgrade") != "" {
+			// A WebSocket connection lives as long as its client wants; its operations are
+			// bounded one by one (timeLimit) and subscriptions by the client.
+			next.ServeHTTP(w, req)
+			return
+		}
 		ctx := context.WithValue(req.Context(), deadlineKey{}, time.Now().Add(d))
 		next.ServeHTTP(w, req.WithContext(ctx))
 	})
@@ -153,6 +159,9 @@ func withDeadline(d time.Duration, next http.Handler) http.Handler {
 // its store calls give up at it. Below a root field everything is resolved before it returns,
 // so its context can end then.
 func timeLimit(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
+	if oc := graphql.GetOperationContext(ctx); oc.Operation != nil && oc.Operation.Operation == ast.Subscription {
+		return next(ctx) // a subscription's context lives as long as the subscription
+	}
 	deadline, ok := ctx.Value(deadlineKey{}).(time.Time)
 	if !ok {
 		return next(ctx)

@@ -15,5 +15,7 @@ type Resolver struct {
 	Ledger   *imsync.Ledger
 	Reader   *history.Reader
 	Ingester *ingest.Ingester
-	Logger   *slog.Logger
+	// Hub serves subscriptions; nil switches them off.
+	Hub    *imsync.Hub
+	Logger *slog.Logger
 }

@@ -90,6 +90,27 @@ type SendMessageInput struct {
 	Options     *MessageOptionsInput `json:"options,omitempty"`
 }
 
+type Subscription struct {
+}
+
+type SyncDifference struct {
+	// Pass it as since next time.
+	Token string `json:"token"`
+	// More events follow; ask again with token.
+	HasMore bool         `json:"hasMore"`
+	TooLong bool         `json:"tooLong"`
+	Events  []*SyncEvent `json:"events"`
+}
+
+type SyncState struct {
+	Token string `json:"token"`
+	// Unread messages over all the viewer's conversations (not only this page's).
+	TotalUnread   int64           `json:"totalUnread"`
+	Conversations []*Conversation `json:"conversations"`
+	HasMore       bool            `json:"hasMore"`
+	EndCursor     *string         `json:"endCursor,omitempty"`
+}
+
 type ConversationKind string
 
 const (
@@ -261,6 +282,75 @@ func (e *MessageStatus) UnmarshalJSON(b []byte) error {
 }
 
 func (e MessageStatus) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type SyncEventType string
+
+const (
+	// A message was stored at seq (sent by sendID).
+	SyncEventTypeNewMessage SyncEventType = "NEW_MESSAGE"
+	// The viewer's read seq moved, on one of their devices.
+	SyncEventTypeRead SyncEventType = "READ"
+	// The message at seq was revoked.
+	SyncEventTypeRevoke SyncEventType = "REVOKE"
+	// The messages at seqs were deleted, for everyone or for the viewer only.
+	SyncEventTypeDelete SyncEventType = "DELETE"
+	// Seqs below minSeq are gone for the viewer (history cleared, or expired).
+	SyncEventTypeClear SyncEventType = "CLEAR"
+	// The token given cannot be served: start again from syncState.
+	SyncEventTypeTooLong SyncEventType = "TOO_LONG"
+)
+
+var AllSyncEventType = []SyncEventType{
+	SyncEventTypeNewMessage,
+	SyncEventTypeRead,
+	SyncEventTypeRevoke,
+	SyncEventTypeDelete,
+	SyncEventTypeClear,
+	SyncEventTypeTooLong,
+}
+
+func (e SyncEventType) IsValid() bool {
+	switch e {
+	case SyncEventTypeNewMessage, SyncEventTypeRead, SyncEventTypeRevoke, SyncEventTypeDelete, SyncEventTypeClear, SyncEventTypeTooLong:
+		return true
+	}
+	return false
+}
+
+func (e SyncEventType) String() string {
+	return string(e)
+}
+
+func (e *SyncEventType) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = SyncEventType(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid SyncEventType", str)
+	}
+	return nil
+}
+
+func (e SyncEventType) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *SyncEventType) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e SyncEventType) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

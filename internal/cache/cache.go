@@ -22,6 +22,12 @@ type Options struct {
 	StateTTL time.Duration
 	// AllocLockTTL bounds how long an instance may hold the allocator's refill lock. Default 5s.
 	AllocLockTTL time.Duration
+	// EventLogMaxLen bounds each user's event log; older events are dropped, and a token older
+	// than the log answers "too long". Default 10000.
+	EventLogMaxLen int64
+	// EventLogMaxAge bounds how long an event is kept, and how long an idle log lives.
+	// Default 7 days.
+	EventLogMaxAge time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -33,6 +39,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StateTTL == 0 {
 		o.StateTTL = 7 * 24 * time.Hour
+	}
+	if o.EventLogMaxLen == 0 {
+		o.EventLogMaxLen = 10000
+	}
+	if o.EventLogMaxAge == 0 {
+		o.EventLogMaxAge = 7 * 24 * time.Hour
 	}
 	if o.AllocLockTTL == 0 {
 		o.AllocLockTTL = 5 * time.Second

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/msggate/msggate/internal/im"
 )
 
 // ConversationState is the cached seq state of one conversation.
@@ -29,51 +31,101 @@ type UserState struct {
 // conversationIDs. An entry is cached only when all its fields are, so that a half-filled
 // entry is read as a miss, never as zeros.
 func (c *Cache) GetStates(ctx context.Context, userID string, conversationIDs []string) ([]ConversationState, []UserState, error) {
-	convs := make([]ConversationState, len(conversationIDs))
-	users := make([]UserState, len(conversationIDs))
-	if len(conversationIDs) == 0 {
-		return convs, users, nil
+	res, err := c.GetStatesMany(ctx, []StateQuery{{UserID: userID, ConversationIDs: conversationIDs}}, false)
+	if err != nil {
+		return nil, nil, err
 	}
+	return res.Conversations[0], res.Users[0], nil
+}
+
+// StateQuery asks for one user's state in some conversations (UserID "": conversation state
+// only).
+type StateQuery struct {
+	UserID          string
+	ConversationIDs []string
+}
+
+// States is what GetStatesMany read: per query, aligned with its conversations; and, when
+// asked, each query's user's event log head.
+type States struct {
+	Conversations [][]ConversationState
+	Users         [][]UserState
+	Heads         []im.SyncToken
+}
+
+// GetStatesMany answers several state queries in one round trip. With withHeads, the same
+// round trip also reads (creating when needed) each query's user's event log head, so a state
+// summary and the token it is valid from are read together.
+func (c *Cache) GetStatesMany(ctx context.Context, queries []StateQuery, withHeads bool) (States, error) {
+	res := States{Conversations: make([][]ConversationState, len(queries)), Users: make([][]UserState, len(queries))}
 	pipe := c.rdb.Pipeline()
-	convCmds := make([]*redis.SliceCmd, len(conversationIDs))
-	for i, id := range conversationIDs {
-		convCmds[i] = pipe.HMGet(ctx, c.convKey(id, "seq"), "max", "min", "time")
-	}
-	var userCmd *redis.SliceCmd
-	if userID != "" {
-		fields := make([]string, 0, 2*len(conversationIDs))
-		for _, id := range conversationIDs {
-			fields = append(fields, id, id+"|min")
+	var headCmds []*redis.Cmd
+	if withHeads {
+		headCmds = make([]*redis.Cmd, len(queries))
+		for i, q := range queries {
+			headCmds[i] = c.readEventsCmd(ctx, pipe, q.UserID, nil, 0)
 		}
-		userCmd = pipe.HMGet(ctx, c.userReadKey(userID), fields...)
+	}
+	convCmds := make([][]*redis.SliceCmd, len(queries))
+	userCmds := make([]*redis.SliceCmd, len(queries))
+	for qi, q := range queries {
+		res.Conversations[qi] = make([]ConversationState, len(q.ConversationIDs))
+		res.Users[qi] = make([]UserState, len(q.ConversationIDs))
+		convCmds[qi] = make([]*redis.SliceCmd, len(q.ConversationIDs))
+		for i, id := range q.ConversationIDs {
+			convCmds[qi][i] = pipe.HMGet(ctx, c.convKey(id, "seq"), "max", "min", "time")
+		}
+		if q.UserID != "" && len(q.ConversationIDs) > 0 {
+			fields := make([]string, 0, 2*len(q.ConversationIDs))
+			for _, id := range q.ConversationIDs {
+				fields = append(fields, id, id+"|min")
+			}
+			userCmds[qi] = pipe.HMGet(ctx, c.userReadKey(q.UserID), fields...)
+		}
+	}
+	if pipe.Len() == 0 {
+		return res, nil
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, nil, cacheError("get states", err)
+		return States{}, cacheError("get states", err)
 	}
-	for i, cmd := range convCmds {
-		vals, err := cmd.Result()
-		if err != nil {
+	if withHeads {
+		res.Heads = make([]im.SyncToken, len(queries))
+		for i, cmd := range headCmds {
+			p, err := parseEventPage(cmd)
+			if err != nil {
+				return States{}, err
+			}
+			res.Heads[i] = p.Head
+		}
+	}
+	for qi := range queries {
+		for i, cmd := range convCmds[qi] {
+			vals, err := cmd.Result()
+			if err != nil {
+				continue
+			}
+			maxSeq, ok1 := parseInt(vals[0])
+			minSeq, ok2 := parseInt(vals[1])
+			lastTime, ok3 := parseInt(vals[2])
+			if ok1 && ok2 && ok3 {
+				res.Conversations[qi][i] = ConversationState{MaxSeq: maxSeq, MinSeq: minSeq, LastTime: lastTime, Cached: true}
+			}
+		}
+		if userCmds[qi] == nil {
 			continue
 		}
-		maxSeq, ok1 := parseInt(vals[0])
-		minSeq, ok2 := parseInt(vals[1])
-		lastTime, ok3 := parseInt(vals[2])
-		if ok1 && ok2 && ok3 {
-			convs[i] = ConversationState{MaxSeq: maxSeq, MinSeq: minSeq, LastTime: lastTime, Cached: true}
-		}
-	}
-	if userCmd != nil {
-		if vals, err := userCmd.Result(); err == nil {
-			for i := range conversationIDs {
+		if vals, err := userCmds[qi].Result(); err == nil {
+			for i := range queries[qi].ConversationIDs {
 				read, ok1 := parseInt(vals[2*i])
 				minSeq, ok2 := parseInt(vals[2*i+1])
 				if ok1 && ok2 {
-					users[i] = UserState{ReadSeq: read, UserMinSeq: minSeq, Cached: true}
+					res.Users[qi][i] = UserState{ReadSeq: read, UserMinSeq: minSeq, Cached: true}
 				}
 			}
 		}
 	}
-	return convs, users, nil
+	return res, nil
 }
 
 func parseInt(v any) (int64, bool) {

@@ -16,6 +16,12 @@ const (
 	MaxAtUsers = 200
 	// MaxClientMsgIDLength bounds the client's idempotency key.
 	MaxClientMsgIDLength = 128
+	// MaxSyncEvents bounds the events of one syncDifference page.
+	MaxSyncEvents = 1000
+	// DefaultSyncEvents is the syncDifference page size when the client gives none.
+	DefaultSyncEvents = 100
+	// MaxSyncConversations bounds one syncState page.
+	MaxSyncConversations = 100
 )
 
 // ValidateForSend checks what a sender controls in a message before it is categorised.

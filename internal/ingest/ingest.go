@@ -180,7 +180,36 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 	}
 	// Readers must not keep serving the chunks as they were. If this fails the caller gets an
 	// error and retries; the retry finds its seqs by client message ID and invalidates again.
-	return in.cache.InvalidateChunks(ctx, dedupe(touched))
+	if err := in.cache.InvalidateChunks(ctx, dedupe(touched)); err != nil {
+		return err
+	}
+	// Devices learn of the messages only now, when a read finds them.
+	return in.ledger.AnnounceMessages(ctx, announcements(stored))
+}
+
+// announcements lists the stored messages once each, in seq order per conversation.
+func announcements(stored []*placement) []imsync.StoredMessage {
+	type convSeq struct {
+		conv string
+		seq  int64
+	}
+	seen := map[convSeq]bool{}
+	var out []imsync.StoredMessage
+	for _, p := range stored {
+		k := convSeq{p.conv, p.msg.Seq}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, imsync.StoredMessage{ConversationID: p.conv, Seq: p.msg.Seq, SendID: p.msg.SendID, SendTime: p.msg.SendTime})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].ConversationID != out[j].ConversationID {
+			return out[i].ConversationID < out[j].ConversationID
+		}
+		return out[i].Seq < out[j].Seq
+	})
+	return out
 }
 
 // findRetries gives placements whose client message ID was seen before their earlier seq, and

@@ -76,6 +76,9 @@ func (in *Ingester) Revoke(ctx context.Context, actor Actor, conv im.Conversatio
 		if err := in.cache.InvalidateChunks(ctx, []string{im.DocID(conv.ID, seq)}); err != nil {
 			return im.MessageView{}, err
 		}
+		if err := in.ledger.AnnounceRevoke(ctx, conv, seq); err != nil {
+			return im.MessageView{}, err
+		}
 		slot.Revoke = &r
 	}
 	return im.ViewSlot(conv.ID, seq, slot, actor.UserID), nil
@@ -122,6 +125,9 @@ func (in *Ingester) Delete(ctx context.Context, actor Actor, conv im.Conversatio
 			docIDs = append(docIDs, g.DocID)
 		}
 		if err := in.cache.InvalidateChunks(ctx, docIDs); err != nil {
+			return nil, err
+		}
+		if err := in.ledger.AnnounceDelete(ctx, actor.UserID, conv, present, forEveryone); err != nil {
 			return nil, err
 		}
 	}

@@ -24,8 +24,13 @@ func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]State,
 	if err != nil {
 		return nil, err
 	}
-	// A conversation without messages has no activity to show yet (a group's notification
-	// conversation before its first notification, say).
+	return byActivity(all), nil
+}
+
+// byActivity keeps the conversations that hold messages, newest activity first (ties by
+// conversation ID). A conversation without messages has no activity to show yet (a group's
+// notification conversation before its first notification, say).
+func byActivity(all []State) []State {
 	states := all[:0]
 	for _, st := range all {
 		if st.MaxSeq > 0 {
@@ -38,7 +43,7 @@ func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]State,
 		}
 		return states[i].ConversationID < states[j].ConversationID
 	})
-	return states, nil
+	return states
 }
 
 // Role returns userID's role in a group conversation, 0 when they are not a member or the

@@ -121,54 +121,83 @@ func (s State) VisibleMin() int64 {
 // Redis round trip, plus, for what Redis misses, one MongoDB query per collection and one
 // round trip to fill Redis. A Redis failure is logged and served from MongoDB.
 func (l *Ledger) States(ctx context.Context, userID string, conversationIDs []string) ([]State, error) {
-	out := make([]State, len(conversationIDs))
-	convs, users, err := l.cache.GetStates(ctx, userID, conversationIDs)
+	res, _, err := l.statesMany(ctx, []cache.StateQuery{{UserID: userID, ConversationIDs: conversationIDs}}, false)
 	if err != nil {
-		l.opts.Logger.WarnContext(ctx, "reading seq state from MongoDB: cache failed", "err", err)
-		convs = make([]cache.ConversationState, len(conversationIDs))
-		users = make([]cache.UserState, len(conversationIDs))
+		return nil, err
 	}
+	return res[0], nil
+}
+
+// statesMany answers several users' state queries with one Redis round trip (and, for misses,
+// one MongoDB query per collection and one more round trip to fill Redis). With withHeads it
+// also returns each query's user's event log head, read in the same round trip; a Redis
+// failure is then an error, since no token can be given without the log.
+func (l *Ledger) statesMany(ctx context.Context, queries []cache.StateQuery, withHeads bool) ([][]State, []im.SyncToken, error) {
+	out := make([][]State, len(queries))
+	cached, err := l.cache.GetStatesMany(ctx, queries, withHeads)
+	if err != nil {
+		if withHeads {
+			return nil, nil, err
+		}
+		l.opts.Logger.WarnContext(ctx, "reading seq state from MongoDB: cache failed", "err", err)
+		cached = cache.States{Conversations: make([][]cache.ConversationState, len(queries)), Users: make([][]cache.UserState, len(queries))}
+		for i, q := range queries {
+			cached.Conversations[i] = make([]cache.ConversationState, len(q.ConversationIDs))
+			cached.Users[i] = make([]cache.UserState, len(q.ConversationIDs))
+		}
+	}
+	convMissSet := map[string]bool{}
 	var convMiss []string
 	var userMiss []chunkstore.UserSeqKey
-	for i, id := range conversationIDs {
-		out[i] = State{ConversationID: id, MaxSeq: convs[i].MaxSeq, MinSeq: convs[i].MinSeq, LastTime: convs[i].LastTime,
-			ReadSeq: users[i].ReadSeq, UserMinSeq: users[i].UserMinSeq}
-		if !convs[i].Cached {
-			convMiss = append(convMiss, id)
-		}
-		if userID != "" && !users[i].Cached {
-			userMiss = append(userMiss, chunkstore.UserSeqKey{ConversationID: id, UserID: userID})
+	for qi, q := range queries {
+		out[qi] = make([]State, len(q.ConversationIDs))
+		for i, id := range q.ConversationIDs {
+			cv, us := cached.Conversations[qi][i], cached.Users[qi][i]
+			out[qi][i] = State{ConversationID: id, MaxSeq: cv.MaxSeq, MinSeq: cv.MinSeq, LastTime: cv.LastTime,
+				ReadSeq: us.ReadSeq, UserMinSeq: us.UserMinSeq}
+			if !cv.Cached && !convMissSet[id] {
+				convMissSet[id] = true
+				convMiss = append(convMiss, id)
+			}
+			if q.UserID != "" && !us.Cached {
+				userMiss = append(userMiss, chunkstore.UserSeqKey{ConversationID: id, UserID: q.UserID})
+			}
 		}
 	}
 	if len(convMiss) == 0 && len(userMiss) == 0 {
-		return out, nil
+		return out, cached.Heads, nil
 	}
 	seqDocs, err := l.store.FindConversationSeqs(ctx, convMiss)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	userDocs, err := l.store.FindUserSeqs(ctx, userMiss)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var convFill []cache.ConversationRaise
 	var userFill []cache.UserRaise
-	for i, id := range conversationIDs {
-		if !convs[i].Cached {
-			d := seqDocs[id]
-			out[i].MaxSeq, out[i].MinSeq, out[i].LastTime = d.MaxSeq, d.MinSeq, d.LastTime
-			convFill = append(convFill, cache.ConversationRaise{ConversationID: id, MaxSeq: &d.MaxSeq, MinSeq: &d.MinSeq, LastTime: &d.LastTime})
-		}
-		if userID != "" && !users[i].Cached {
-			d := userDocs[chunkstore.UserSeqKey{ConversationID: id, UserID: userID}]
-			out[i].ReadSeq, out[i].UserMinSeq = d.ReadSeq, d.MinSeq
-			userFill = append(userFill, cache.UserRaise{UserID: userID, ConversationID: id, ReadSeq: &d.ReadSeq, UserMinSeq: &d.MinSeq})
+	for qi, q := range queries {
+		for i, id := range q.ConversationIDs {
+			if !cached.Conversations[qi][i].Cached {
+				d := seqDocs[id]
+				out[qi][i].MaxSeq, out[qi][i].MinSeq, out[qi][i].LastTime = d.MaxSeq, d.MinSeq, d.LastTime
+				if convMissSet[id] {
+					delete(convMissSet, id)
+					convFill = append(convFill, cache.ConversationRaise{ConversationID: id, MaxSeq: &d.MaxSeq, MinSeq: &d.MinSeq, LastTime: &d.LastTime})
+				}
+			}
+			if q.UserID != "" && !cached.Users[qi][i].Cached {
+				d := userDocs[chunkstore.UserSeqKey{ConversationID: id, UserID: q.UserID}]
+				out[qi][i].ReadSeq, out[qi][i].UserMinSeq = d.ReadSeq, d.MinSeq
+				userFill = append(userFill, cache.UserRaise{UserID: q.UserID, ConversationID: id, ReadSeq: &d.ReadSeq, UserMinSeq: &d.MinSeq})
+			}
 		}
 	}
 	if err := l.cache.RaiseStates(ctx, convFill, userFill); err != nil {
 		l.opts.Logger.WarnContext(ctx, "filling seq state cache failed", "err", err)
 	}
-	return out, nil
+	return out, cached.Heads, nil
 }
 
 // RecordStored records what a write stored: the highest stored seq per conversation and the
@@ -229,9 +258,21 @@ func (l *Ledger) MarkRead(ctx context.Context, userID, conversationID string, re
 	if err := l.store.RaiseReadSeqs(ctx, map[chunkstore.UserSeqKey]int64{key: target}); err != nil {
 		return State{}, 0, err
 	}
-	l.raiseCache(ctx, nil, []cache.UserRaise{{UserID: userID, ConversationID: conversationID, ReadSeq: &target}})
 	s.ReadSeq = target
+	// The event raises the cached read seq too, and its counters are what the user's other
+	// devices will show; the caller gets the same numbers.
+	evs, err := l.announceStates(ctx, im.Event{Type: im.EventRead, ConversationID: conversationID}, []string{userID}, []State{s})
+	if err != nil {
+		return State{}, 0, err
+	}
+	applyCounters(&s, evs[0])
 	return s, prev, nil
+}
+
+// applyCounters takes what an event says about the user's state (values only go up).
+func applyCounters(s *State, ev im.Event) {
+	s.MaxSeq = max(s.MaxSeq, ev.MaxSeq)
+	s.ReadSeq = max(s.ReadSeq, ev.ReadSeq)
 }
 
 // ClearForUser hides a conversation's history up to now from userID only: their min seq moves
@@ -252,6 +293,9 @@ func (l *Ledger) ClearForUser(ctx context.Context, userID, conversationID string
 	}
 	l.raiseCache(ctx, nil, []cache.UserRaise{{UserID: userID, ConversationID: conversationID, UserMinSeq: &next}})
 	s.UserMinSeq = next
+	if _, err := l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: conversationID}, []string{userID}, []State{s}); err != nil {
+		return State{}, err
+	}
 	return s, nil
 }
 
@@ -277,9 +321,31 @@ func (l *Ledger) ClearForEveryone(ctx context.Context, userID, conversationID st
 // RaiseMinSeq makes every seq below minSeq unreadable for every member of the conversation
 // (clear for everyone, retention). It is monotonic: a lower value changes nothing.
 func (l *Ledger) RaiseMinSeq(ctx context.Context, conversationID string, minSeq int64) error {
+	conv, err := im.ParseConversationID(conversationID)
+	if err != nil {
+		return err
+	}
 	if err := l.store.RaiseMinSeq(ctx, conversationID, minSeq); err != nil {
 		return err
 	}
 	l.raiseCache(ctx, []cache.ConversationRaise{{ConversationID: conversationID, MinSeq: &minSeq}}, nil)
-	return nil
+	members, err := l.Members(ctx, conv)
+	if err != nil {
+		return err
+	}
+	queries := make([]cache.StateQuery, len(members))
+	for i, u := range members {
+		queries[i] = cache.StateQuery{UserID: u, ConversationIDs: []string{conversationID}}
+	}
+	states, _, err := l.statesMany(ctx, queries, false)
+	if err != nil {
+		return err
+	}
+	flat := make([]State, len(members))
+	for i := range members {
+		flat[i] = states[i][0]
+		flat[i].MinSeq = max(flat[i].MinSeq, minSeq)
+	}
+	_, err = l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: conversationID, ForEveryone: true}, members, flat)
+	return err
 }

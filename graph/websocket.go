@@ -1,0 +1,204 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	gosync "sync"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+
+	"github.com/msggate/msggate/graph/model"
+	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/im"
+	imsync "github.com/msggate/msggate/internal/sync"
+)
+
+// WebSocket close codes msggate sends, beyond RFC 6455's.
+const (
+	// CloseGoingAway (RFC 6455): the gateway instance is shutting down.
+	CloseGoingAway = 1001
+	// CloseSlowConsumer: the subscriber did not read its events fast enough.
+	CloseSlowConsumer = 4008
+	// CloseUnauthorized: connection_init carried no valid token (the code graphql-transport-ws
+	// uses for "Forbidden").
+	CloseUnauthorized = 4403
+)
+
+// websocketTransport serves subscriptions (and queries) over WebSocket, with both the
+// graphql-transport-ws and the legacy graphql-ws protocols. The bearer token comes in the
+// connection_init payload.
+func websocketTransport(r *Resolver, o HandlerOptions) transport.Websocket {
+	return transport.Websocket{
+		Implementation:        closableImplementation{transport.CoderWebsocketImplementation{}},
+		KeepAlivePingInterval: o.KeepAlive,
+		PingPongInterval:      o.KeepAlive,
+		InitTimeout:           10 * time.Second,
+		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+			token := initToken(payload)
+			if token == "" {
+				if v, err := auth.ViewerFrom(ctx); err == nil {
+					return withConnectionLoaders(ctx, r, o, v), nil, nil // authenticated by header
+				}
+				ctx = transport.WithWebsocketCloseCode(ctx, CloseUnauthorized)
+				return transport.AppendCloseReason(ctx, "unauthenticated: connection_init needs {\"Authorization\": \"Bearer <token>\"}"),
+					nil, errors.New("unauthenticated")
+			}
+			v, err := auth.Verify(o.JWTSecret, token)
+			if err != nil {
+				ctx = transport.WithWebsocketCloseCode(ctx, CloseUnauthorized)
+				return transport.AppendCloseReason(ctx, "unauthenticated: the token is not valid"), nil, err
+			}
+			return withConnectionLoaders(auth.WithViewer(ctx, v, nil), r, o, v), nil, nil
+		},
+	}
+}
+
+// initToken finds the bearer token in a connection_init payload: {"Authorization": "Bearer
+// <jwt>"} (any case), or {"authToken": "<jwt>"}.
+func initToken(p transport.InitPayload) string {
+	for k, v := range p {
+		s, ok := v.(string)
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(k) {
+		case "authorization":
+			if t, ok := bearer(s); ok {
+				return t
+			}
+		case "authtoken", "token":
+			return s
+		}
+	}
+	return ""
+}
+
+// connLoadersKey marks a WebSocket connection's context: each operation on it gets fresh
+// loaders, since memoised answers must not outlive one operation.
+type connLoadersKey struct{}
+
+type connLoaders struct {
+	r       *Resolver
+	o       LoaderOptions
+	viewer  string
+	timeout time.Duration
+}
+
+func withConnectionLoaders(ctx context.Context, r *Resolver, o HandlerOptions, v auth.Viewer) context.Context {
+	return context.WithValue(ctx, connLoadersKey{}, connLoaders{r: r, o: o.Loaders, viewer: v.UserID, timeout: o.RequestTimeout})
+}
+
+// freshLoaders gives each operation on a WebSocket connection its own loaders and deadline
+// (subscriptions ignore the deadline: see timeLimit).
+func freshLoaders(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	if c, ok := ctx.Value(connLoadersKey{}).(connLoaders); ok {
+		ctx = context.WithValue(ctx, loadersKey{}, NewLoaders(c.r.Reader, c.r.Ledger, c.viewer, c.o))
+		if c.timeout > 0 {
+			ctx = context.WithValue(ctx, deadlineKey{}, time.Now().Add(c.timeout))
+		}
+	}
+	return next(ctx)
+}
+
+// closableImplementation accepts WebSocket connections like its inner implementation and
+// records each in its request's context, so that a subscription can close its connection
+// with a code and reason of its own (gqlgen's transport offers only "terminated").
+type closableImplementation struct {
+	inner transport.WebsocketImplementation
+}
+
+func (c closableImplementation) Accept(w http.ResponseWriter, r *http.Request, o transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
+	conn, err := c.inner.Accept(w, r, o)
+	if h, ok := r.Context().Value(connHolderKey{}).(*connHolder); ok && err == nil {
+		h.set(conn)
+	}
+	return conn, err
+}
+
+type connHolderKey struct{}
+
+// connHolder keeps one WebSocket connection for whoever must close it.
+type connHolder struct {
+	mu   gosync.Mutex
+	conn transport.WebsocketConn
+}
+
+func (h *connHolder) set(c transport.WebsocketConn) {
+	h.mu.Lock()
+	h.conn = c
+	h.mu.Unlock()
+}
+
+// withConnHolder prepares a WebSocket upgrade request's context to hold its connection.
+func withConnHolder(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Header.Get("Upgrade") != "" {
+			req = req.WithContext(context.WithValue(req.Context(), connHolderKey{}, &connHolder{}))
+		}
+		next.ServeHTTP(w, req)
+	})
+}
+
+// closeConnection closes the WebSocket connection the context belongs to, if any.
+func closeConnection(ctx context.Context, code int, reason string) {
+	h, ok := ctx.Value(connHolderKey{}).(*connHolder)
+	if !ok {
+		return
+	}
+	h.mu.Lock()
+	conn := h.conn
+	h.mu.Unlock()
+	if conn != nil {
+		_ = conn.WriteClose(code, reason)
+	}
+}
+
+// syncEvents answers Subscription.syncEvents.
+func (r *Resolver) syncEvents(ctx context.Context, since *string) (<-chan *model.SyncEvent, error) {
+	viewer, err := auth.ViewerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var tok *im.SyncToken
+	if since != nil {
+		t, err := im.ParseSyncToken(*since)
+		if err != nil {
+			return nil, err
+		}
+		tok = &t
+	}
+	if r.Hub == nil {
+		return nil, im.Errorf(im.EUNAVAILABLE, "subscriptions are not enabled on this gateway")
+	}
+	sub, err := r.Hub.Subscribe(ctx, viewer.UserID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan *model.SyncEvent)
+	go func() {
+		defer close(out)
+		defer sub.Close()
+		err := sub.Run(tok, func(ctx context.Context, ev im.Event) error {
+			select {
+			case out <- syncEventOf(ev):
+				return nil
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		})
+		switch {
+		case errors.Is(err, imsync.ErrSlowConsumer):
+			r.Logger.WarnContext(ctx, "subscriber dropped", "user", viewer.UserID, "reason", err)
+			closeConnection(ctx, CloseSlowConsumer, "slow consumer: fell behind the live events; reconnect with your last token")
+		case errors.Is(err, imsync.ErrShuttingDown):
+			closeConnection(ctx, CloseGoingAway, "going away: the gateway is shutting down; reconnect with your last token")
+		case err != nil && ctx.Err() == nil:
+			r.Logger.ErrorContext(ctx, "subscription ended", "user", viewer.UserID, "err", err)
+		}
+	}()
+	return out, nil
+}

@@ -1,0 +1,309 @@
+package cache
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/msggate/msggate/internal/im"
+)
+
+// A user's event log lives in three keys that share the user's hash tag, so one script sees
+// them all on a Redis Cluster:
+//
+//	{u:U}:log     hash: epoch, pos (last position), and per conversation the newest max seq
+//	              ("<conv>|x") and conversation min seq ("<conv>|m") the log has seen
+//	{u:U}:events  list of JSON events, oldest first; the last one has position pos
+//	{u:U}:read    the read-state hash the seq cache already keeps (readSeq, user min seq)
+//
+// Counters travel inside events (unread after a new message, after a read). They are computed
+// by the append script from the values in the user's slot, raised by what the caller knows, so
+// in log order each event's counters reflect every earlier event: a device that applies events
+// in order always ends with the counters of the last one.
+
+// appendEvents appends events to one user's log and publishes each.
+// KEYS: log, events, read. ARGV: new epoch, max length, oldest time kept (ms), channel ("" for
+// none), publish command, log TTL (ms), read-state TTL (ms), then 6 values per event: JSON body (without position and counters),
+// conversation ID, and the known max seq, conversation min seq, read seq and user min seq
+// (empty max seq: the event carries no counters).
+var appendEvents = redis.NewScript(`
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if not epoch then
+  epoch = ARGV[1]
+  redis.call('HSET', KEYS[1], 'epoch', epoch, 'pos', 0)
+end
+local function raise(key, field, v)
+  local cur = tonumber(redis.call('HGET', key, field) or '0')
+  v = tonumber(v)
+  if v ~= nil and v > cur then
+    redis.call('HSET', key, field, string.format('%d', v))
+    return v
+  end
+  return cur
+end
+local out = {}
+for i = 8, #ARGV, 6 do
+  local body, conv = ARGV[i], ARGV[i+1]
+  local pos = redis.call('HINCRBY', KEYS[1], 'pos', 1)
+  local head = '{"e":"' .. epoch .. '","p":' .. string.format('%d', pos)
+  if ARGV[i+2] ~= '' then
+    local maxSeq = raise(KEYS[1], conv .. '|x', ARGV[i+2])
+    local convMin = raise(KEYS[1], conv .. '|m', ARGV[i+3])
+    local readSeq = raise(KEYS[3], conv, ARGV[i+4])
+    local userMin = raise(KEYS[3], conv .. '|min', ARGV[i+5])
+    local visibleMin = math.max(1, convMin, userMin)
+    local seen = math.max(readSeq, visibleMin - 1)
+    local unread = maxSeq - seen
+    if unread < 0 then unread = 0 end
+    head = head .. ',"x":' .. string.format('%d', maxSeq) .. ',"m":' .. string.format('%d', visibleMin) ..
+      ',"r":' .. string.format('%d', readSeq) .. ',"n":' .. string.format('%d', unread)
+  end
+  local ev = head .. ',' .. string.sub(body, 2)
+  redis.call('RPUSH', KEYS[2], ev)
+  if ARGV[4] ~= '' then
+    redis.call(ARGV[5], ARGV[4], ev)
+  end
+  out[#out + 1] = ev
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('PEXPIRE', KEYS[2], ARGV[6])
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  redis.call('PEXPIRE', KEYS[3], ARGV[7])
+end
+local maxLen = tonumber(ARGV[2])
+if redis.call('LLEN', KEYS[2]) > maxLen then
+  redis.call('LTRIM', KEYS[2], -maxLen, -1)
+end
+local oldest = tonumber(ARGV[3])
+for _ = 1, 1000 do
+  local first = redis.call('LINDEX', KEYS[2], 0)
+  if not first then break end
+  local t = tonumber(string.match(first, '"t":(%d+)'))
+  if t == nil or t >= oldest then break end
+  redis.call('LPOP', KEYS[2])
+end
+return out`)
+
+// readEvents reads one user's log after a position.
+// KEYS: log, events. ARGV: new epoch (used when the log does not exist), the token's epoch ("":
+// only the head is wanted), the token's position, the page size.
+// Returns {epoch, head position, status, events...}; status is "ok", "too_long" or "future".
+var readEvents = redis.NewScript(`
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if not epoch then
+  epoch = ARGV[1]
+  redis.call('HSET', KEYS[1], 'epoch', epoch, 'pos', 0)
+end
+local pos = tonumber(redis.call('HGET', KEYS[1], 'pos'))
+local res = {epoch, string.format('%d', pos)}
+if ARGV[2] == '' then
+  res[3] = 'ok'
+  return res
+end
+if ARGV[2] ~= epoch then
+  res[3] = 'too_long'
+  return res
+end
+local since = tonumber(ARGV[3])
+if since > pos then
+  res[3] = 'future'
+  return res
+end
+local n = redis.call('LLEN', KEYS[2])
+local first = pos - n + 1
+if since < first - 1 then
+  res[3] = 'too_long'
+  return res
+end
+res[3] = 'ok'
+local from = since - first + 1
+local evs = redis.call('LRANGE', KEYS[2], from, from + tonumber(ARGV[4]) - 1)
+for i = 1, #evs do
+  res[#res + 1] = evs[i]
+end
+return res`)
+
+func (c *Cache) eventLogKeys(userID string) (log, events, read string) {
+	tag := c.opts.Prefix + "{u:" + userID + "}:"
+	return tag + "log", tag + "events", tag + "read"
+}
+
+// EventChannel is the pub/sub channel on which a user's new events are published.
+func (c *Cache) EventChannel(userID string) string {
+	return c.opts.Prefix + "{u:" + userID + "}:events"
+}
+
+// publishCommand is how events are published. Plain PUBLISH reaches subscribers connected to
+// any node of a Redis Cluster; SPUBLISH would keep traffic on the user's shard but needs one
+// subscriber connection per shard, and miniredis (the embedded default) lacks it.
+func (c *Cache) publishCommand() string { return "PUBLISH" }
+
+// EventAppend is one event for one user's log.
+type EventAppend struct {
+	UserID string
+	// Event's Type, Time and payload fields are stored; position, epoch and counters are
+	// assigned by the log.
+	Event im.Event
+	// Counters in effect as far as the caller knows. They are raised into the user's slot (so
+	// a stale value never lowers anything) and the event's counters are computed from the
+	// result. Used only when Event.Type.Counted().
+	MaxSeq, ConvMinSeq, ReadSeq, UserMinSeq int64
+}
+
+// AppendEvents appends events to their users' logs, in order per user, and publishes each on
+// the user's channel. It costs one round trip (per cluster node). The stored events, with
+// positions and counters, come back aligned with appends.
+func (c *Cache) AppendEvents(ctx context.Context, appends []EventAppend) ([]im.Event, error) {
+	if len(appends) == 0 {
+		return nil, nil
+	}
+	type userBatch struct {
+		args    []any
+		indexes []int
+	}
+	var order []string
+	batches := map[string]*userBatch{}
+	oldest := time.Now().Add(-c.opts.EventLogMaxAge).UnixMilli()
+	for i, a := range appends {
+		b := batches[a.UserID]
+		if b == nil {
+			b = &userBatch{args: []any{newEpoch(), c.opts.EventLogMaxLen, oldest, c.EventChannel(a.UserID),
+				c.publishCommand(), ms(c.opts.EventLogMaxAge), ms(c.opts.StateTTL)}}
+			batches[a.UserID] = b
+			order = append(order, a.UserID)
+		}
+		ev := a.Event
+		ev.Epoch, ev.Position, ev.MaxSeq, ev.MinSeq, ev.ReadSeq, ev.Unread = "", 0, 0, 0, 0, 0
+		encoded, err := json.Marshal(ev)
+		if err != nil {
+			return nil, im.Errorf(im.EINTERNAL, "encode event: %v", err)
+		}
+		// The body's leading fields ("e", "p") are empty and replaced by the script.
+		body := stripLeading(encoded)
+		if a.Event.Type.Counted() {
+			b.args = append(b.args, body, a.Event.ConversationID, a.MaxSeq, a.ConvMinSeq, a.ReadSeq, a.UserMinSeq)
+		} else {
+			b.args = append(b.args, body, a.Event.ConversationID, "", "", "", "")
+		}
+		b.indexes = append(b.indexes, i)
+	}
+	pipe := c.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(order))
+	for i, u := range order {
+		logKey, eventsKey, readKey := c.eventLogKeys(u)
+		cmds[i] = appendEvents.Eval(ctx, pipe, []string{logKey, eventsKey, readKey}, batches[u].args...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, cacheError("append events", err)
+	}
+	out := make([]im.Event, len(appends))
+	for i, u := range order {
+		raw, err := cmds[i].StringSlice()
+		if err != nil {
+			return nil, cacheError("append events", err)
+		}
+		idx := batches[u].indexes
+		if len(raw) != len(idx) {
+			return nil, im.Errorf(im.EINTERNAL, "event log answered %d events for %d appends", len(raw), len(idx))
+		}
+		for j, s := range raw {
+			if err := json.Unmarshal([]byte(s), &out[idx[j]]); err != nil {
+				return nil, im.Errorf(im.EINTERNAL, "decode event: %v", err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// stripLeading turns `{"e":"","p":0,...}` into `{...}` so the script can prepend the real
+// epoch and position.
+func stripLeading(body []byte) string {
+	const lead = `{"e":"","p":0,`
+	s := string(body)
+	if len(s) > len(lead) && s[:len(lead)] == lead {
+		return "{" + s[len(lead):]
+	}
+	return s
+}
+
+// EventPage is what ReadEvents found.
+type EventPage struct {
+	// Head is the token of the log's newest event (or of its start when empty).
+	Head im.SyncToken
+	// TooLong: the token's epoch is not the log's, or its position is older than the log
+	// keeps. Events is then empty.
+	TooLong bool
+	// Events after the token, oldest first, at most the page size.
+	Events []im.Event
+}
+
+// ErrFutureToken is returned by ReadEvents for a token ahead of the log's head.
+var ErrFutureToken = im.Errorf(im.EINVALID, "sync token is ahead of the event log")
+
+// ReadEvents reads up to limit events of userID's log after since, in one round trip. A log
+// that does not exist is created empty, so its head token is usable at once.
+func (c *Cache) ReadEvents(ctx context.Context, userID string, since im.SyncToken, limit int) (EventPage, error) {
+	cmd := c.readEventsCmd(ctx, c.rdb, userID, &since, limit)
+	return parseEventPage(cmd)
+}
+
+// EventHead returns the token of userID's newest event, creating the log when needed.
+func (c *Cache) EventHead(ctx context.Context, userID string) (im.SyncToken, error) {
+	p, err := parseEventPage(c.readEventsCmd(ctx, c.rdb, userID, nil, 0))
+	return p.Head, err
+}
+
+func (c *Cache) readEventsCmd(ctx context.Context, s redis.Scripter, userID string, since *im.SyncToken, limit int) *redis.Cmd {
+	logKey, eventsKey, _ := c.eventLogKeys(userID)
+	epoch, pos := "", int64(0)
+	if since != nil {
+		epoch, pos = since.Epoch, since.Position
+	}
+	return readEvents.Eval(ctx, s, []string{logKey, eventsKey}, newEpoch(), epoch, pos, limit)
+}
+
+func parseEventPage(cmd *redis.Cmd) (EventPage, error) {
+	raw, err := cmd.StringSlice()
+	if err != nil {
+		return EventPage{}, cacheError("read events", err)
+	}
+	if len(raw) < 3 {
+		return EventPage{}, im.Errorf(im.EINTERNAL, "event log answered %d values", len(raw))
+	}
+	head, err := strconv.ParseInt(raw[1], 10, 64)
+	if err != nil {
+		return EventPage{}, im.Errorf(im.EINTERNAL, "event log position %q", raw[1])
+	}
+	p := EventPage{Head: im.SyncToken{Epoch: raw[0], Position: head}}
+	switch raw[2] {
+	case "ok":
+	case "too_long":
+		p.TooLong = true
+		return p, nil
+	case "future":
+		return p, ErrFutureToken
+	default:
+		return p, im.Errorf(im.EINTERNAL, "event log status %q", raw[2])
+	}
+	p.Events = make([]im.Event, len(raw)-3)
+	for i, s := range raw[3:] {
+		if err := json.Unmarshal([]byte(s), &p.Events[i]); err != nil {
+			return EventPage{}, fmt.Errorf("decode event: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// newEpoch names a log that is being created. 64 random bits: two logs of one user never share
+// an epoch, so a token from a lost log is always recognised.
+func newEpoch() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

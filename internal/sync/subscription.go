@@ -1,0 +1,232 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	gosync "sync"
+
+	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/im"
+)
+
+// HubOptions configures a Hub. The zero value is usable.
+type HubOptions struct {
+	// Buffer is how many live events may wait for one subscriber. A subscriber with a full
+	// buffer cannot keep up: it is dropped (ErrSlowConsumer) rather than slowing the
+	// publishers or the other subscribers. Default 1024.
+	Buffer int
+	// ReplayPage is how many events one log read fetches while a subscriber catches up.
+	// Default 500.
+	ReplayPage int
+}
+
+// ErrSlowConsumer ends a subscription whose subscriber fell too far behind.
+var ErrSlowConsumer = errors.New("slow consumer: the subscriber fell behind the live events")
+
+// Hub delivers users' events, published on any gateway instance, to this instance's
+// subscribers. It holds one Redis subscription per user with subscribers here. It is safe for
+// concurrent use.
+type Hub struct {
+	ledger *Ledger
+	cache  *cache.Cache
+	feed   *cache.EventFeed
+	opts   HubOptions
+
+	// opMu orders the Redis subscribe and unsubscribe calls as the decisions to make them were
+	// taken, so a late unsubscribe never cancels a newer subscribe.
+	opMu  gosync.Mutex
+	mu    gosync.Mutex
+	users map[string]map[*Subscription]struct{}
+}
+
+// NewHub starts a Hub. Close it to release its Redis connection.
+func NewHub(l *Ledger, c *cache.Cache, opts HubOptions) *Hub {
+	if opts.Buffer <= 0 {
+		opts.Buffer = 1024
+	}
+	if opts.ReplayPage <= 0 {
+		opts.ReplayPage = 500
+	}
+	h := &Hub{ledger: l, cache: c, opts: opts, users: map[string]map[*Subscription]struct{}{}}
+	h.feed = c.OpenEventFeed(h.deliver)
+	return h
+}
+
+// ErrShuttingDown ends the subscriptions of a gateway instance that is shutting down.
+var ErrShuttingDown = errors.New("the gateway is shutting down; reconnect with your last token")
+
+// EndAll ends every open subscription with cause (subscribers then reconnect elsewhere).
+func (h *Hub) EndAll(cause error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, subs := range h.users {
+		for s := range subs {
+			s.cancel(cause)
+		}
+	}
+}
+
+// Close ends every subscription and stops the hub's Redis subscription.
+func (h *Hub) Close() error {
+	h.EndAll(ErrShuttingDown)
+	return h.feed.Close()
+}
+
+// Subscribers returns how many subscriptions are open on this instance.
+func (h *Hub) Subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, subs := range h.users {
+		n += len(subs)
+	}
+	return n
+}
+
+// deliver runs on the feed's goroutine: it must never block, so a full buffer drops the
+// subscriber. A nil event means events may have been missed; subscribers then re-read the log.
+func (h *Hub) deliver(userID string, ev *im.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.users[userID] {
+		select {
+		case s.live <- ev:
+		default:
+			s.cancel(ErrSlowConsumer)
+		}
+	}
+}
+
+// Subscription is one subscriber's stream of a user's events.
+type Subscription struct {
+	hub    *Hub
+	userID string
+	live   chan *im.Event
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	once   gosync.Once
+}
+
+// Subscribe opens a subscription to userID's events. It returns once live events are being
+// received, so none published after it returns is missed. Close it when done.
+func (h *Hub) Subscribe(ctx context.Context, userID string) (*Subscription, error) {
+	sctx, cancel := context.WithCancelCause(ctx)
+	s := &Subscription{hub: h, userID: userID, live: make(chan *im.Event, h.opts.Buffer), ctx: sctx, cancel: cancel}
+	h.opMu.Lock()
+	defer h.opMu.Unlock()
+	h.mu.Lock()
+	subs := h.users[userID]
+	first := subs == nil
+	if first {
+		subs = map[*Subscription]struct{}{}
+		h.users[userID] = subs
+	}
+	subs[s] = struct{}{}
+	h.mu.Unlock()
+	if first {
+		if err := h.feed.Subscribe(ctx, userID); err != nil {
+			h.remove(s)
+			cancel(err)
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// remove forgets s and reports whether it was the user's last subscriber here.
+func (h *Hub) remove(s *Subscription) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	subs := h.users[s.userID]
+	delete(subs, s)
+	if len(subs) == 0 && subs != nil {
+		delete(h.users, s.userID)
+		return true
+	}
+	return false
+}
+
+// Close ends the subscription and, for the user's last subscriber here, the Redis
+// subscription.
+func (s *Subscription) Close() {
+	s.once.Do(func() {
+		s.cancel(context.Canceled)
+		h := s.hub
+		h.opMu.Lock()
+		defer h.opMu.Unlock()
+		if h.remove(s) {
+			// A failure leaves an idle channel subscribed; its messages find no subscriber.
+			_ = h.feed.Unsubscribe(context.WithoutCancel(s.ctx), s.userID)
+		}
+	})
+}
+
+// Run streams the user's events to send: first those after since (all new ones when since is
+// nil), then live ones, in position order with no gap and no duplicate. When since cannot be
+// served (or the log is lost while streaming) it sends one TOO_LONG event and returns nil.
+// It returns ErrSlowConsumer when the subscriber fell behind, and the context's error when the
+// caller's context ends. send must give up when its context ends.
+func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Event) error) error {
+	ctx := s.ctx
+	var last im.SyncToken
+	if since != nil {
+		last = *since
+	} else {
+		head, err := s.hub.cache.EventHead(ctx, s.userID)
+		if err != nil {
+			return err
+		}
+		last = head
+	}
+	// catchUp sends what the log holds after last; false when the subscription must end.
+	catchUp := func() (bool, error) {
+		for {
+			d, err := s.hub.ledger.Difference(ctx, s.userID, last, s.hub.opts.ReplayPage)
+			if err != nil {
+				return false, err
+			}
+			if d.TooLong {
+				return false, send(ctx, im.Event{Type: im.EventTooLong, Epoch: d.Token.Epoch, Position: d.Token.Position})
+			}
+			for _, ev := range d.Events {
+				if err := send(ctx, ev); err != nil {
+					return false, err
+				}
+			}
+			last = d.Token
+			if !d.HasMore {
+				return true, nil
+			}
+		}
+	}
+	stop := func(err error) error {
+		if cause := context.Cause(ctx); cause != nil {
+			return cause
+		}
+		return err
+	}
+	if ok, err := catchUp(); !ok {
+		return stop(err)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case ev := <-s.live:
+			switch {
+			case ev != nil && ev.Epoch == last.Epoch && ev.Position <= last.Position:
+				// Already sent, from the log.
+			case ev != nil && ev.Epoch == last.Epoch && ev.Position == last.Position+1:
+				if err := send(ctx, *ev); err != nil {
+					return stop(err)
+				}
+				last = ev.Token()
+			default:
+				// A gap, a new log, or a hint that events were missed: the log knows.
+				if ok, err := catchUp(); !ok {
+					return stop(err)
+				}
+			}
+		}
+	}
+}
