@@ -15,6 +15,9 @@ const (
 	EUNAVAILABLE     = "unavailable"     // a store is unreachable; retrying may help
 	ECONFLICT        = "conflict"        // a concurrent change won; retrying may help
 	EINTERNAL        = "internal"        // a bug or an unexpected store answer
+	// EHISTORY: the seqs asked for lie below the reader's min seq: deleted by retention or
+	// cleared. Not "no messages": the history existed and is gone for this reader.
+	EHISTORY = "history_unavailable"
 )
 
 // Error is an error with a code from the list above and a message that is safe to show to the
