@@ -90,11 +90,14 @@ type Summary struct {
 	// Unfinished is how many conversations have old history left beyond this run's bound;
 	// the next run continues there.
 	Unfinished int
+	// Skipped is how many seq documents name a conversation ID msggate does not serve (a
+	// foreign store's): their history is left alone, and logged.
+	Skipped int
 }
 
 func (s Summary) String() string {
-	return fmt.Sprintf("retention before %s: %d conversations scanned, %d chunks deleted, %d min seqs raised, %d conversations to continue next run",
-		s.Cutoff.UTC().Format(time.RFC3339), s.Conversations, s.ChunksDeleted, s.MinSeqsRaised, s.Unfinished)
+	return fmt.Sprintf("retention before %s: %d conversations scanned, %d chunks deleted, %d min seqs raised, %d conversations to continue next run, %d skipped",
+		s.Cutoff.UTC().Format(time.RFC3339), s.Conversations, s.ChunksDeleted, s.MinSeqsRaised, s.Unfinished, s.Skipped)
 }
 
 // Job deletes old history. It is safe for concurrent use, though one Run per process is
@@ -129,7 +132,7 @@ func (j *Job) Run(ctx context.Context) error {
 			log.ErrorContext(ctx, "retention run failed; retrying next interval", "err", err, "summary", sum.String(), "next_in", j.opts.Interval.String())
 		default:
 			log.InfoContext(ctx, "retention run done", "conversations", sum.Conversations, "chunks_deleted", sum.ChunksDeleted,
-				"min_seqs_raised", sum.MinSeqsRaised, "unfinished", sum.Unfinished, "cutoff", sum.Cutoff)
+				"min_seqs_raised", sum.MinSeqsRaised, "unfinished", sum.Unfinished, "skipped", sum.Skipped, "cutoff", sum.Cutoff)
 		}
 		t := time.NewTimer(j.opts.Interval)
 		select {
@@ -189,6 +192,13 @@ func (j *Job) progress(ctx context.Context, sum Summary) {
 // delete and raise in the order the package comment gives.
 func (j *Job) conversation(ctx context.Context, d chunkstore.ConversationSeqs, cutoff int64, sum *Summary) error {
 	if d.MaxSeq < 1 {
+		return nil
+	}
+	if _, err := im.ParseConversationID(d.ConversationID); err != nil {
+		// The ledger cannot announce a min seq for it, and no reader can name it; one such
+		// document must not stop retention for every conversation after it.
+		j.opts.Logger.WarnContext(ctx, "retention: skipping a conversation msggate does not serve", "conversation", d.ConversationID, "err", err)
+		sum.Skipped++
 		return nil
 	}
 	b := int64(j.opts.ChunksPerConversation)
