@@ -1,0 +1,181 @@
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/im"
+)
+
+func newMessage(user, conv string, seq int64, readSeq int64) cache.EventAppend {
+	return cache.EventAppend{UserID: user,
+		Event:  im.Event{Type: im.EventNewMessage, Time: time.Now().UnixMilli(), ConversationID: conv, Seq: seq, SendID: "alice"},
+		MaxSeq: seq, ReadSeq: readSeq}
+}
+
+func appendEvents(t *testing.T, c *cache.Cache, appends ...cache.EventAppend) []im.Event {
+	t.Helper()
+	evs, err := c.AppendEvents(context.Background(), appends)
+	if err != nil {
+		t.Fatalf("AppendEvents: %v", err)
+	}
+	return evs
+}
+
+// Ensure events get dense positions per user, counters computed from everything the log has
+// seen (a stale read seq never lowers the read position), and one round trip per batch.
+func TestEventLogPositionsAndCounters(t *testing.T) {
+	eachTopology(t, func(t *testing.T, e *env) {
+		c := e.cache
+		evs := appendEvents(t, c, newMessage("bob", "si_alice_bob", 1, 0), newMessage("bob", "si_alice_bob", 2, 0),
+			newMessage("carol", "sg_g", 1, 0), newMessage("bob", "si_alice_bob", 3, 0))
+		e.roundTrips(t, "append for two users", 1)
+		for i, want := range []struct{ pos, unread int64 }{{1, 1}, {2, 2}, {1, 1}, {3, 3}} {
+			if evs[i].Position != want.pos || evs[i].Unread != want.unread {
+				t.Errorf("event %d: position %d unread %d, want %d and %d", i, evs[i].Position, evs[i].Unread, want.pos, want.unread)
+			}
+		}
+		if evs[0].Epoch == "" || evs[0].Epoch != evs[1].Epoch || evs[0].Epoch == evs[2].Epoch {
+			t.Errorf("epochs: bob %q %q, carol %q: want one per user", evs[0].Epoch, evs[1].Epoch, evs[2].Epoch)
+		}
+		read := appendEvents(t, c, cache.EventAppend{UserID: "bob",
+			Event:  im.Event{Type: im.EventRead, ConversationID: "si_alice_bob"},
+			MaxSeq: 3, ReadSeq: 2})[0]
+		if read.ReadSeq != 2 || read.Unread != 1 || read.MaxSeq != 3 || read.MinSeq != 1 {
+			t.Errorf("READ: %+v, want readSeq 2, unread 1, maxSeq 3, minSeq 1", read)
+		}
+		// A late NEW_MESSAGE computed from an older read seq must not move it back.
+		late := appendEvents(t, c, newMessage("bob", "si_alice_bob", 4, 1))[0]
+		if late.ReadSeq != 2 || late.Unread != 2 || late.MaxSeq != 4 {
+			t.Errorf("late NEW_MESSAGE: %+v, want readSeq 2, unread 2, maxSeq 4", late)
+		}
+		clear := appendEvents(t, c, cache.EventAppend{UserID: "bob",
+			Event:  im.Event{Type: im.EventClear, ConversationID: "si_alice_bob"},
+			MaxSeq: 4, ReadSeq: 2, UserMinSeq: 5})[0]
+		if clear.MinSeq != 5 || clear.Unread != 0 {
+			t.Errorf("CLEAR: %+v, want minSeq 5 and unread 0", clear)
+		}
+		revoke := appendEvents(t, c, cache.EventAppend{UserID: "bob",
+			Event: im.Event{Type: im.EventRevoke, ConversationID: "si_alice_bob", Seq: 4}})[0]
+		if revoke.Position != 7 || revoke.Unread != 0 || revoke.Seq != 4 {
+			t.Errorf("REVOKE: %+v, want position 7, seq 4, no counters", revoke)
+		}
+	})
+}
+
+// Ensure a difference pages through the log in order, a token older than the log or from a
+// lost log answers TooLong, and a token from the future is refused.
+func TestEventLogDifference(t *testing.T) {
+	eachTopology(t, func(t *testing.T, e *env) {
+		c := cache.New(e.rdb, cache.Options{Prefix: "t:", EventLogMaxLen: 5})
+		ctx := context.Background()
+		head, err := c.EventHead(ctx, "bob")
+		if err != nil || head.Position != 0 || head.Epoch == "" {
+			t.Fatalf("head of a new log: %v %v", head, err)
+		}
+		var appends []cache.EventAppend
+		for seq := int64(1); seq <= 8; seq++ {
+			appends = append(appends, newMessage("bob", "si_alice_bob", seq, 0))
+		}
+		evs := appendEvents(t, c, appends...)
+		if evs[0].Epoch != head.Epoch {
+			t.Fatalf("the log changed epoch: %q then %q", head.Epoch, evs[0].Epoch)
+		}
+		page, err := c.ReadEvents(ctx, "bob", evs[2].Token(), 2)
+		if err != nil || page.TooLong || len(page.Events) != 2 || page.Events[0].Position != 4 || page.Events[1].Seq != 5 {
+			t.Fatalf("page after position 3: %+v %v", page, err)
+		}
+		if page.Head.Position != 8 {
+			t.Errorf("head %d, want 8", page.Head.Position)
+		}
+		// The log keeps 5 events (4..8): a token at 2 cannot be served, a token at 3 can.
+		if page, err := c.ReadEvents(ctx, "bob", evs[1].Token(), 10); err != nil || !page.TooLong || len(page.Events) != 0 {
+			t.Errorf("token older than the log: %+v %v, want TooLong", page, err)
+		}
+		if _, err := c.ReadEvents(ctx, "bob", im.SyncToken{Epoch: head.Epoch, Position: 9}, 10); !errors.Is(err, cache.ErrFutureToken) {
+			t.Errorf("token ahead of the log: %v, want ErrFutureToken", err)
+		}
+		if err := e.rdb.FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if page, err := c.ReadEvents(ctx, "bob", evs[7].Token(), 10); err != nil || !page.TooLong || page.Head.Epoch == head.Epoch {
+			t.Errorf("token of a lost log: %+v %v, want TooLong and a new epoch", page, err)
+		}
+	})
+}
+
+// Ensure a feed delivers the events of subscribed users only, in order, and stops after
+// Unsubscribe.
+func TestEventFeed(t *testing.T) {
+	eachTopology(t, func(t *testing.T, e *env) {
+		testFeed(t, e.cache)
+	})
+}
+
+// The embedded default (miniredis) must run the scripts and pub/sub as well.
+func TestEventLogOnMiniredis(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := cache.New(rdb, cache.Options{})
+	evs := appendEvents(t, c, newMessage("bob", "si_alice_bob", 1, 0), newMessage("bob", "si_alice_bob", 2, 1))
+	if evs[1].Position != 2 || evs[1].Unread != 1 {
+		t.Fatalf("events: %+v", evs)
+	}
+	testFeed(t, c)
+}
+
+func testFeed(t *testing.T, c *cache.Cache) {
+	type delivery struct {
+		user string
+		ev   *im.Event
+	}
+	got := make(chan delivery, 100)
+	feed := c.OpenEventFeed(func(user string, ev *im.Event) { got <- delivery{user, ev} })
+	defer func() { _ = feed.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := feed.Subscribe(ctx, "dave"); err != nil {
+		t.Fatal(err)
+	}
+	sent := appendEvents(t, c, newMessage("erin", "si_dave_erin", 1, 0), newMessage("dave", "si_dave_erin", 1, 0),
+		newMessage("dave", "si_dave_erin", 2, 0))
+	for _, want := range sent[1:] {
+		select {
+		case d := <-got:
+			if d.user != "dave" || d.ev == nil || d.ev.Position != want.Position || d.ev.Seq != want.Seq {
+				t.Fatalf("delivered %s %+v, want dave's %+v", d.user, d.ev, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("event at position %d not delivered", want.Position)
+		}
+	}
+	if err := feed.Unsubscribe(ctx, "dave"); err != nil {
+		t.Fatal(err)
+	}
+	// Subscribing to someone else and seeing their event proves dave's unsubscribe took
+	// effect before it (one connection, in order).
+	if err := feed.Subscribe(ctx, "erin"); err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, c, newMessage("dave", "si_dave_erin", 3, 0), newMessage("erin", "si_dave_erin", 3, 0))
+	select {
+	case d := <-got:
+		if d.user != "erin" {
+			t.Fatalf("delivered %s's event after unsubscribing", d.user)
+		}
+	case <-ctx.Done():
+		t.Fatal("erin's event not delivered")
+	}
+}
+
+// TEMPORARY until the cluster helper lands eachTopology.
+func eachTopology(t *testing.T, run func(t *testing.T, e *env)) {
+	t.Run("single", func(t *testing.T) { run(t, open(t)) })
+}

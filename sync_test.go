@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/msggate/msggate/internal/testenv"
+)
+
+type syncEvent struct {
+	Type           string  `json:"type"`
+	Token          string  `json:"token"`
+	Position       int64   `json:"position"`
+	ConversationID *string `json:"conversationID"`
+	Seq            *int64  `json:"seq"`
+	SendID         *string `json:"sendID"`
+	Seqs           []int64 `json:"seqs"`
+	MaxSeq         *int64  `json:"maxSeq"`
+	MinSeq         *int64  `json:"minSeq"`
+	ReadSeq        *int64  `json:"readSeq"`
+	UnreadCount    *int64  `json:"unreadCount"`
+}
+
+const syncEventFields = `type token position conversationID seq sendID seqs maxSeq minSeq readSeq unreadCount`
+
+type syncStateResult struct {
+	SyncState struct {
+		Token         string `json:"token"`
+		TotalUnread   int64  `json:"totalUnread"`
+		HasMore       bool   `json:"hasMore"`
+		Conversations []struct {
+			ID          string `json:"id"`
+			MaxSeq      int64  `json:"maxSeq"`
+			ReadSeq     int64  `json:"readSeq"`
+			UnreadCount int64  `json:"unreadCount"`
+		} `json:"conversations"`
+	} `json:"syncState"`
+}
+
+type syncDifferenceResult struct {
+	SyncDifference struct {
+		Token   string      `json:"token"`
+		HasMore bool        `json:"hasMore"`
+		TooLong bool        `json:"tooLong"`
+		Events  []syncEvent `json:"events"`
+	} `json:"syncDifference"`
+}
+
+const syncStateQuery = `{ syncState { token totalUnread hasMore conversations { id maxSeq readSeq unreadCount } } }`
+const syncDifferenceQuery = `query($since: String!, $limit: Int) { syncDifference(since: $since, limit: $limit) {
+	token hasMore tooLong events { ` + syncEventFields + ` } } }`
+
+func (g *gateway) difference(token, since string, limit int) syncDifferenceResult {
+	g.t.Helper()
+	var d syncDifferenceResult
+	g.query(token, syncDifferenceQuery, map[string]any{"since": since, "limit": limit}, &d)
+	return d
+}
+
+// Ensure the state summary and the difference after its token tell a device exactly what
+// changed: new messages with unread counts (own messages never unread), reads with the new
+// count, paging with hasMore; and that the summary's seq, read state and token cost one Redis
+// round trip.
+func TestSyncStateAndDifference(t *testing.T) {
+	g := startGateway(t)
+	alice, bob := g.token("alice"), g.token("bob")
+	g.send("alice", "bob", "", 3)
+
+	g.rcount.Take()
+	var st syncStateResult
+	g.query(bob, syncStateQuery, nil, &st)
+	trips := g.rcount.Take()
+	if n := testenv.Matching(trips, "hmget", "{si_alice_bob}:seq"); n != 1 {
+		t.Errorf("seq state read in %d round trips, want 1: %v", n, trips)
+	}
+	together := 0
+	for _, trip := range trips {
+		if testenv.Matching([][]string{trip}, "{u:bob}:log") == 1 && testenv.Matching([][]string{trip}, "{si_alice_bob}:seq") == 1 &&
+			testenv.Matching([][]string{trip}, "{u:bob}:read") == 1 {
+			together++
+		}
+	}
+	if testenv.Matching(trips, "{u:bob}:log") != 1 || together != 1 {
+		t.Errorf("the token was not read in the state's round trip: %v", trips)
+	}
+	s := st.SyncState
+	if s.TotalUnread != 3 || len(s.Conversations) != 1 || s.Conversations[0].UnreadCount != 3 || s.Token == "" {
+		t.Fatalf("bob's state: %+v", s)
+	}
+
+	g.query(bob, `mutation { markConversationRead(conversationID: "si_alice_bob", readSeq: 2) { unreadCount } }`, nil, &struct{}{})
+	g.send("alice", "bob", "", 1)
+	d := g.difference(bob, s.Token, 1).SyncDifference
+	if d.TooLong || !d.HasMore || len(d.Events) != 1 {
+		t.Fatalf("first page: %+v", d)
+	}
+	read := d.Events[0]
+	if read.Type != "READ" || *read.ReadSeq != 2 || *read.UnreadCount != 1 || *read.MaxSeq != 3 {
+		t.Errorf("READ event: %+v", read)
+	}
+	d = g.difference(bob, d.Token, 100).SyncDifference
+	if d.HasMore || len(d.Events) != 1 {
+		t.Fatalf("second page: %+v", d)
+	}
+	msg := d.Events[0]
+	if msg.Type != "NEW_MESSAGE" || *msg.Seq != 4 || *msg.SendID != "alice" || *msg.UnreadCount != 2 || msg.Position != read.Position+1 {
+		t.Errorf("NEW_MESSAGE event: %+v", msg)
+	}
+	if again := g.difference(bob, d.Token, 100).SyncDifference; len(again.Events) != 0 || again.Token != d.Token || again.TooLong {
+		t.Errorf("difference at the head: %+v", again)
+	}
+
+	var ast syncStateResult
+	g.query(alice, syncStateQuery, nil, &ast)
+	if ast.SyncState.TotalUnread != 0 {
+		t.Errorf("alice has %d unread of her own messages", ast.SyncState.TotalUnread)
+	}
+
+	// A token of a log that is gone: tooLong, never a partial answer.
+	if err := g.m.Cache.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.redis.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	lost := g.difference(bob, d.Token, 100).SyncDifference
+	if !lost.TooLong || len(lost.Events) != 0 {
+		t.Errorf("difference from a lost log: %+v", lost)
+	}
+	for _, bad := range []struct {
+		since string
+		limit int
+		code  string
+	}{{"nonsense", 10, "BAD_USER_INPUT"}, {s.Token, 1001, "LIMIT_EXCEEDED"}, {s.Token, 0, "BAD_USER_INPUT"}} {
+		if code := g.errorCode(bob, syncDifferenceQuery, map[string]any{"since": bad.since, "limit": bad.limit}); code != bad.code {
+			t.Errorf("since %q limit %d: %s, want %s", bad.since, bad.limit, code, bad.code)
+		}
+	}
+}
+
+// wsClient is a minimal graphql-transport-ws client.
+type wsClient struct {
+	t    testing.TB
+	conn *websocket.Conn
+}
+
+func dialSubscription(t testing.TB, url, token, protocol string) *wsClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, strings.Replace(url, "http", "ws", 1)+"/query",
+		&websocket.DialOptions{Subprotocols: []string{protocol}, HTTPHeader: http.Header{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadLimit(1 << 20)
+	c := &wsClient{t: t, conn: conn}
+	t.Cleanup(func() { _ = conn.CloseNow() })
+	c.write(map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + token}})
+	if m := c.read(); m["type"] != "connection_ack" {
+		t.Fatalf("after connection_init: %v", m)
+	}
+	return c
+}
+
+func (c *wsClient) write(v any) {
+	c.t.Helper()
+	b, _ := json.Marshal(v)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.conn.Write(ctx, websocket.MessageText, b); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// read returns the next message that is not a keepalive.
+func (c *wsClient) read() map[string]any {
+	c.t.Helper()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, b, err := c.conn.Read(ctx)
+		cancel()
+		if err != nil {
+			c.t.Fatalf("read: %v", err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			c.t.Fatal(err)
+		}
+		if m["type"] != "ka" && m["type"] != "ping" && m["type"] != "pong" {
+			return m
+		}
+	}
+}
+
+// nextEvent reads the next syncEvents payload.
+func (c *wsClient) nextEvent() syncEvent {
+	c.t.Helper()
+	m := c.read()
+	if m["type"] != "next" && m["type"] != "data" {
+		c.t.Fatalf("expected an event, got %v", m)
+	}
+	b, _ := json.Marshal(m["payload"])
+	var p struct {
+		Data struct {
+			SyncEvents syncEvent `json:"syncEvents"`
+		} `json:"data"`
+		Errors []gqlError `json:"errors"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil || len(p.Errors) > 0 {
+		c.t.Fatalf("event payload %s: %v %v", b, err, p.Errors)
+	}
+	return p.Data.SyncEvents
+}
+
+func (c *wsClient) subscribe(since *string) {
+	vars := map[string]any{}
+	if since != nil {
+		vars["since"] = *since
+	}
+	c.write(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+		"query": `subscription($since: String) { syncEvents(since: $since) { ` + syncEventFields + ` } }`, "variables": vars}})
+}
+
+// Ensure a subscription on one instance replays from its token, then delivers live what is
+// sent through another instance, in position order with no gap and no duplicate at the seam.
+func TestSyncEventsAcrossInstances(t *testing.T) {
+	g := startGateway(t)
+	cfg := testConfig(g.redis, testenv.Mongo(t))
+	cfg.MongoDatabase = g.m.Config.MongoDatabase
+	other := &gateway{t: t, m: mustOpen(t, cfg, testLogger(t)), redis: g.redis}
+	other.url = serveMain(t, other.m)
+
+	bob := g.token("bob")
+	var st syncStateResult
+	g.query(bob, syncStateQuery, nil, &st)
+	g.send("alice", "bob", "", 2) // before subscribing: replayed from the log
+
+	c := dialSubscription(t, g.url, bob, "graphql-transport-ws")
+	c.subscribe(&st.SyncState.Token)
+	for want := int64(1); want <= 2; want++ {
+		if ev := c.nextEvent(); ev.Type != "NEW_MESSAGE" || *ev.Seq != want || ev.Position != want {
+			t.Fatalf("replayed event %d: %+v", want, ev)
+		}
+	}
+	other.send("alice", "bob", "", 1) // live, through the other instance
+	if ev := c.nextEvent(); ev.Type != "NEW_MESSAGE" || *ev.Seq != 3 || ev.Position != 3 || *ev.UnreadCount != 3 {
+		t.Fatalf("live event: %+v", ev)
+	}
+	other.query(bob, `mutation { markConversationRead(conversationID: "si_alice_bob") { unreadCount } }`, nil, &struct{}{})
+	if ev := c.nextEvent(); ev.Type != "READ" || *ev.ReadSeq != 3 || *ev.UnreadCount != 0 || ev.Position != 4 {
+		t.Fatalf("READ from the other device: %+v", ev)
+	}
+
+	// A token from a lost log: one TOO_LONG, then the subscription completes.
+	if err := g.redis.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	stale := dialSubscription(t, g.url, bob, "graphql-transport-ws")
+	stale.subscribe(&st.SyncState.Token)
+	if ev := stale.nextEvent(); ev.Type != "TOO_LONG" {
+		t.Fatalf("stale token: %+v", ev)
+	}
+	if m := stale.read(); m["type"] != "complete" {
+		t.Fatalf("after TOO_LONG: %v", m)
+	}
+}
+
+// Ensure connection_init without a valid token closes the connection with 4403.
+func TestSyncEventsNeedAToken(t *testing.T) {
+	g := startGateway(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, strings.Replace(g.url, "http", "ws", 1)+"/query",
+		&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.CloseNow() }()
+	_ = conn.Write(ctx, websocket.MessageText, []byte(`{"type":"connection_init","payload":{"Authorization":"Bearer nope"}}`))
+	for {
+		if _, _, err = conn.Read(ctx); err != nil {
+			break
+		}
+	}
+	if websocket.CloseStatus(err) != 4403 {
+		t.Fatalf("closed with %v, want 4403", err)
+	}
+}
