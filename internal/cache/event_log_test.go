@@ -175,7 +175,3 @@ func testFeed(t *testing.T, c *cache.Cache) {
 	}
 }
 
-// TEMPORARY until the cluster helper lands eachTopology.
-func eachTopology(t *testing.T, run func(t *testing.T, e *env)) {
-	t.Run("single", func(t *testing.T) { run(t, open(t)) })
-}
