@@ -117,8 +117,10 @@ func TestClearConversation(t *testing.T) {
 	if c := out.ClearConversation; c.UnreadCount != 0 || c.MinSeq != 4 || c.MaxSeq != 3 {
 		t.Fatalf("after clear for me: %+v", c)
 	}
-	if got := g.statuses(bob, "si_alice_bob", 1, 2, 3); len(got) != 0 {
-		t.Errorf("bob still sees %v", got)
+	// What bob cleared is gone for him: asking for it says so, and where his history starts.
+	r := g.post(bob, messagesQuery, map[string]any{"c": "si_alice_bob", "s": []int64{1, 2, 3}})
+	if len(r.Errors) != 1 || r.Errors[0].Extensions["code"] != "HISTORY_UNAVAILABLE" || r.Errors[0].Extensions["minSeq"] != float64(4) {
+		t.Errorf("bob reading what he cleared: %+v %s", r.Errors, r.Data)
 	}
 	if got := g.statuses(alice, "si_alice_bob", 1, 2, 3); len(got) != 3 {
 		t.Errorf("alice lost history: %v", got)
