@@ -71,8 +71,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return seedCommand(ctx, args, stdout, stderr)
 	case "import":
 		return importCommand(ctx, args, stdout, stderr)
+	case "sync-client":
+		return syncClientCommand(ctx, args, stdout, stderr)
 	}
-	return fmt.Errorf("unknown command %q (commands: serve, token, group, seed, import)", cmd)
+	return fmt.Errorf("unknown command %q (commands: serve, token, group, seed, import, sync-client)", cmd)
 }
 
 // Config is everything msggate needs to start. Each field has a flag and an environment
@@ -205,7 +207,8 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (m *Main, err er
 	m.Cache = cache.New(rdb, cache.Options{EventLogMaxLen: cfg.EventLogMaxLen, EventLogMaxAge: cfg.EventLogMaxAge})
 	m.Ledger = imsync.NewLedger(m.Store, m.Cache, imsync.Options{Logger: logger})
 	m.Ingest = ingest.New(m.Store, m.Cache, m.Ledger, ingest.Options{})
-	m.Hub = imsync.NewHub(m.Ledger, m.Cache, imsync.HubOptions{})
+	m.Hub = imsync.NewHub(m.Ledger, m.Cache, imsync.HubOptions{OnDrop: m.Metrics.CountDroppedSubscriber})
+	m.Metrics.WatchSubscribers(m.Hub.Subscribers)
 	m.closers = append(m.closers, m.Hub.Close)
 	return m, nil
 }

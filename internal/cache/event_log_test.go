@@ -174,4 +174,3 @@ func testFeed(t *testing.T, c *cache.Cache) {
 		t.Fatal("erin's event not delivered")
 	}
 }
-

@@ -34,6 +34,8 @@ type Metrics struct {
 	redisDuration   *prometheus.HistogramVec
 	redisFailures   *prometheus.CounterVec
 
+	droppedSubscribers *prometheus.CounterVec
+
 	operations operationNames
 }
 
@@ -86,6 +88,10 @@ func NewMetrics() *Metrics {
 			Name: "msggate_redis_call_failures_total",
 			Help: "Redis calls that failed (a missing key is not a failure), by command name or \"pipeline\".",
 		}, []string{"command"}),
+		droppedSubscribers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msggate_sync_subscribers_dropped_total",
+			Help: "syncEvents subscriptions the gateway ended, by reason (slow_consumer, shutdown).",
+		}, []string{"reason"}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -94,6 +100,7 @@ func NewMetrics() *Metrics {
 		m.batchSize, m.cacheHits, m.cacheMisses,
 		m.mongoDuration, m.mongoFailures,
 		m.redisDuration, m.redisFailures,
+		m.droppedSubscribers,
 	)
 	return m
 }
@@ -166,4 +173,18 @@ func (o *operationNames) label(name string) string {
 	}
 	o.seen[name] = struct{}{}
 	return name
+}
+
+// WatchSubscribers exports count (the open sync subscriptions of this instance) as the gauge
+// msggate_sync_subscribers, read at each scrape.
+func (m *Metrics) WatchSubscribers(count func() int) {
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "msggate_sync_subscribers",
+		Help: "Open syncEvents subscriptions on this instance.",
+	}, func() float64 { return float64(count()) }))
+}
+
+// CountDroppedSubscriber counts a subscription the gateway ended (slow consumer, shutdown).
+func (m *Metrics) CountDroppedSubscriber(reason string) {
+	m.droppedSubscribers.WithLabelValues(reason).Inc()
 }

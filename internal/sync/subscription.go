@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	gosync "sync"
+	"time"
 
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/im"
@@ -18,7 +19,13 @@ type HubOptions struct {
 	// ReplayPage is how many events one log read fetches while a subscriber catches up.
 	// Default 500.
 	ReplayPage int
+	// OnDrop, when set, is told why the hub ended a subscription ("slow_consumer",
+	// "shutdown"); the server feeds it to metrics.
+	OnDrop func(reason string)
 }
+
+// subscribeTimeout bounds the wait for Redis to confirm a subscription.
+const subscribeTimeout = 10 * time.Second
 
 // ErrSlowConsumer ends a subscription whose subscriber fell too far behind.
 var ErrSlowConsumer = errors.New("slow consumer: the subscriber fell behind the live events")
@@ -61,8 +68,19 @@ func (h *Hub) EndAll(cause error) {
 	defer h.mu.Unlock()
 	for _, subs := range h.users {
 		for s := range subs {
-			s.cancel(cause)
+			h.drop(s, cause, "shutdown")
 		}
+	}
+}
+
+// drop ends s with cause, once.
+func (h *Hub) drop(s *Subscription, cause error, reason string) {
+	if s.ctx.Err() != nil {
+		return
+	}
+	s.cancel(cause)
+	if h.opts.OnDrop != nil {
+		h.opts.OnDrop(reason)
 	}
 }
 
@@ -92,7 +110,7 @@ func (h *Hub) deliver(userID string, ev *im.Event) {
 		select {
 		case s.live <- ev:
 		default:
-			s.cancel(ErrSlowConsumer)
+			h.drop(s, ErrSlowConsumer, "slow_consumer")
 		}
 	}
 }
@@ -124,7 +142,12 @@ func (h *Hub) Subscribe(ctx context.Context, userID string) (*Subscription, erro
 	subs[s] = struct{}{}
 	h.mu.Unlock()
 	if first {
-		if err := h.feed.Subscribe(ctx, userID); err != nil {
+		// Redis confirms a subscription in a round trip; one that never comes must not hold
+		// the subscriber (and every other first subscriber) forever.
+		subCtx, cancelSub := context.WithTimeout(ctx, subscribeTimeout)
+		err := h.feed.Subscribe(subCtx, userID)
+		cancelSub()
+		if err != nil {
 			h.remove(s)
 			cancel(err)
 			return nil, err
