@@ -31,8 +31,9 @@ type env struct {
 // eachTopology runs run as two parallel subtests: "single", on a redis-server of its own, and
 // "cluster", on the three-master Redis Cluster this test binary shares. A cluster subtest has
 // the cluster to itself while it runs (the others wait their turn) and finds it emptied of
-// keys and scripts, so it may FLUSHALL through e.rdb like a single-node test. It must
-// therefore not start parallel subtests of its own, nor stop Redis (see eachTopologyToStop).
+// keys and scripts. As it holds the cluster, run must not start parallel subtests (they would
+// wait behind their parent for a cluster it never releases), nor stop Redis (see
+// eachTopologyToStop). To make Redis lose its keys, use e.flushAll, not e.rdb.FlushAll.
 func eachTopology(t *testing.T, run func(t *testing.T, e *env)) {
 	t.Helper()
 	t.Run("single", func(t *testing.T) {
@@ -146,6 +147,23 @@ func newEnv(t *testing.T, connect func() redis.UniversalClient) *env {
 	}
 	trips.Take()
 	return &env{ctx: ctx, rdb: rdb, cache: cache.New(rdb, cache.Options{Prefix: "t:"}), trips: trips, connect: connect}
+}
+
+// flushAll makes Redis lose every key, as FLUSHALL on every node would. On a cluster,
+// e.rdb.FlushAll is not that: go-redis sends it to one master only.
+func (e *env) flushAll(t *testing.T) {
+	t.Helper()
+	var err error
+	if cluster, ok := e.rdb.(*redis.ClusterClient); ok {
+		err = cluster.ForEachMaster(e.ctx, func(ctx context.Context, master *redis.Client) error {
+			return master.FlushAll(ctx).Err()
+		})
+	} else {
+		err = e.rdb.FlushAll(e.ctx).Err()
+	}
+	if err != nil {
+		t.Fatalf("FLUSHALL: %v", err)
+	}
 }
 
 // stopRedis takes Redis down; only tests run by eachTopologyToStop may.
@@ -405,9 +423,7 @@ func TestAllocator(t *testing.T) {
 		setBlock("A", 999, 210, true) // the position survives: storedMax only seeds a new allocator
 		alloc(1, "B", cache.Allocated, 111)
 
-		if err := e.rdb.FlushAll(e.ctx).Err(); err != nil {
-			t.Fatal(err)
-		}
+		e.flushAll(t)
 		alloc(1, "C", cache.NeedInit, 0)
 		setBlock("C", 150, 250, true)
 		alloc(2, "C", cache.Allocated, 151)
