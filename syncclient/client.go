@@ -1,0 +1,328 @@
+// Package syncclient is msggate's reference sync client: it keeps one user's local replica of
+// their conversations (counters, and messages by seq with their status) in step with the
+// gateway, the way a phone or a browser tab would.
+//
+// It starts from the state summary (syncState, keeping the token of its first page), catches
+// up with syncDifference, then follows syncEvents over WebSocket (graphql-transport-ws). Events
+// are applied by position, Telegram-style: the next one must be the last one's plus one; an
+// older one is a duplicate and is ignored; a newer one means events were missed, and the gap is
+// filled from syncDifference before going on — never skipped. A token the gateway cannot serve
+// any more (its log moved on, or Redis lost it) sends the client back to the state summary.
+// Message bodies are fetched by seq with messages(conversationID, seqs), batched, and seqs a
+// conversation skipped are fetched too, so the replica has no holes it does not know of.
+//
+// Use Run to stay live (it reconnects with backoff from the last token) or Sync for a single
+// catch-up over HTTP. Replica returns a snapshot; Requests counts the HTTP GraphQL requests
+// made, by operation name.
+package syncclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Options configures a Client. The zero value is usable.
+type Options struct {
+	// HTTPClient sends the GraphQL requests and dials the WebSocket. Default: a client of its
+	// own with a 30 s timeout for each HTTP request.
+	HTTPClient *http.Client
+	// PageSize is how many conversations one syncState page asks for. Default 100 (the
+	// gateway's maximum).
+	PageSize int
+	// DifferenceLimit is how many events one syncDifference asks for. Default 1000 (the
+	// gateway's maximum), so a catch-up costs few requests.
+	DifferenceLimit int
+	// FullHistory keeps every message from each conversation's minSeq to its maxSeq in the
+	// replica, fetching what is missing. Without it the replica holds the newest message of
+	// each conversation from the state summary and what arrived since, and a re-bootstrap
+	// fetches no history: a device that shows a conversation list, and loads history when a
+	// conversation is opened.
+	FullHistory bool
+	// MaxGapFill bounds how many skipped seqs below a new message are fetched with it (the
+	// newest ones). Default 1000 (one request).
+	MaxGapFill int
+	// ReconnectMin and ReconnectMax bound the wait before reconnecting after the WebSocket
+	// closed; the wait doubles after each failed attempt. Defaults 100 ms and 5 s.
+	ReconnectMin, ReconnectMax time.Duration
+	// Logf, when set, receives a line for each thing the client does (bootstrap, pages,
+	// events applied, gaps filled, reconnects).
+	Logf func(format string, args ...any)
+	// OnApply, when set, is called after each event is applied, with the counters before and
+	// after: tests check CheckInvariants on it. It runs on the client's goroutine and must not
+	// call the client back.
+	OnApply func(Applied)
+}
+
+// Client keeps one user's replica. Run and Sync must not be called concurrently (one returns
+// ErrBusy while the other runs); Replica, Requests and DropConnection may be called at any
+// time.
+type Client struct {
+	endpoint string
+	wsURL    string
+	token    string
+	opts     Options
+
+	busy sync.Mutex // held by Run or Sync
+
+	mu      sync.Mutex
+	replica replicaState
+	// pending holds, per conversation, the seqs whose bodies must be (re)fetched.
+	pending map[string]map[int64]bool
+	// bootstrapNeeded: the token cannot be served; start from the state summary.
+	bootstrapNeeded bool
+	requests        map[string]int
+	conn            *websocket.Conn
+}
+
+// ErrBusy is returned by Run or Sync while the other runs.
+var ErrBusy = errors.New("syncclient: Run or Sync is already running")
+
+// New returns a client for the gateway's GraphQL endpoint (http://host:port/query; a URL
+// without a path gets /query) acting with the bearer token jwt.
+func New(endpoint, jwt string, opts Options) (*Client, error) {
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = 100
+	}
+	if opts.DifferenceLimit <= 0 {
+		opts.DifferenceLimit = 1000
+	}
+	if opts.MaxGapFill <= 0 {
+		opts.MaxGapFill = 1000
+	}
+	if opts.ReconnectMin <= 0 {
+		opts.ReconnectMin = 100 * time.Millisecond
+	}
+	if opts.ReconnectMax < opts.ReconnectMin {
+		opts.ReconnectMax = max(5*time.Second, opts.ReconnectMin)
+	}
+	endpoint = strings.TrimRight(endpoint, "/")
+	var wsURL string
+	switch {
+	case strings.HasPrefix(endpoint, "http://"):
+		wsURL = "ws://" + strings.TrimPrefix(endpoint, "http://")
+	case strings.HasPrefix(endpoint, "https://"):
+		wsURL = "wss://" + strings.TrimPrefix(endpoint, "https://")
+	default:
+		return nil, fmt.Errorf("syncclient: endpoint %q is not an http:// or https:// URL", endpoint)
+	}
+	if rest := endpoint[strings.Index(endpoint, "//")+2:]; !strings.Contains(rest, "/") {
+		endpoint += "/query"
+		wsURL += "/query"
+	}
+	return &Client{
+		endpoint: endpoint, wsURL: wsURL, token: jwt, opts: opts,
+		replica:  replicaState{convs: map[string]*Conversation{}},
+		pending:  map[string]map[int64]bool{},
+		requests: map[string]int{},
+	}, nil
+}
+
+func (c *Client) logf(format string, args ...any) {
+	if c.opts.Logf != nil {
+		c.opts.Logf(format, args...)
+	}
+}
+
+// Sync brings the replica up to date over HTTP only: the state summary when there is no
+// usable token yet, then the events after the token until there are no more, then the message
+// bodies still missing.
+func (c *Client) Sync(ctx context.Context) error {
+	if !c.busy.TryLock() {
+		return ErrBusy
+	}
+	defer c.busy.Unlock()
+	return c.catchUp(ctx)
+}
+
+// catchUp is Sync without the busy lock.
+func (c *Client) catchUp(ctx context.Context) error {
+	// Each round either finishes or met a token that could not be served; a few in a row mean
+	// the log keeps being lost under us (a Redis restarting in a loop): give up for now.
+	for round := 0; round < 5; round++ {
+		c.mu.Lock()
+		boot := c.bootstrapNeeded || c.replica.token == ""
+		c.mu.Unlock()
+		if boot {
+			if err := c.bootstrap(ctx); err != nil {
+				return err
+			}
+		}
+		err := c.difference(ctx)
+		if errors.Is(err, errTooLong) {
+			c.mu.Lock()
+			c.bootstrapNeeded = true
+			c.mu.Unlock()
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		return c.fetchPending(ctx)
+	}
+	return errors.New("syncclient: the event log was lost again on every catch-up")
+}
+
+// errTooLong: the token cannot be served; the state summary must be read again.
+var errTooLong = errors.New("syncclient: the sync token can no longer be served")
+
+// difference applies the events after the replica's token until the log has no more.
+func (c *Client) difference(ctx context.Context) error {
+	for {
+		c.mu.Lock()
+		since := c.replica.token
+		c.mu.Unlock()
+		d, err := c.fetchDifference(ctx, since)
+		if err != nil {
+			return err
+		}
+		if d.TooLong {
+			c.logf("difference since %s: too long; back to the state summary", since)
+			return errTooLong
+		}
+		if len(d.Events) > 0 {
+			c.logf("difference since %s: %d events (more: %v)", since, len(d.Events), d.HasMore)
+		}
+		for _, ev := range d.Events {
+			switch c.place(ev) {
+			case placeNext:
+				c.apply(ev)
+			case placeDuplicate:
+			case placeGap:
+				// A difference is dense by contract; a hole in it is the gateway's fault, and
+				// applying past it would lose events silently.
+				return fmt.Errorf("syncclient: syncDifference since %s skipped from position %d to %d",
+					since, c.position(), ev.Position)
+			}
+			if ev.Type == EventTooLong {
+				return errTooLong
+			}
+		}
+		if len(d.Events) == 0 {
+			c.mu.Lock()
+			if sameEpoch(d.Token, c.replica.token) {
+				c.replica.token, c.replica.position = d.Token, tokenPosition(d.Token)
+			}
+			c.mu.Unlock()
+		}
+		if !d.HasMore {
+			return nil
+		}
+	}
+}
+
+// Run keeps the replica live until ctx ends: it catches up over HTTP when it has no usable
+// token, then follows syncEvents over WebSocket from the last token. When the connection closes
+// (slow consumer, the gateway going away, the network) it reconnects after a backoff and
+// resumes from the last token. It returns nil when ctx ends, and an error only for what
+// retrying cannot fix (the token was refused).
+func (c *Client) Run(ctx context.Context) error {
+	if !c.busy.TryLock() {
+		return ErrBusy
+	}
+	defer c.busy.Unlock()
+	wait := c.opts.ReconnectMin
+	for {
+		c.mu.Lock()
+		needCatchUp := c.bootstrapNeeded || c.replica.token == ""
+		c.mu.Unlock()
+		var err error
+		if needCatchUp {
+			err = c.catchUp(ctx)
+		} else {
+			err = c.fetchPending(ctx)
+		}
+		healthy := false
+		if err == nil {
+			healthy, err = c.stream(ctx)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, errTooLong) {
+			c.mu.Lock()
+			c.bootstrapNeeded = true
+			c.mu.Unlock()
+			continue // not a failure: start again from the state summary at once
+		}
+		var gqlErr *Error
+		if websocket.CloseStatus(err) == closeUnauthorized || (errors.As(err, &gqlErr) && gqlErr.Code == "UNAUTHENTICATED") {
+			return err
+		}
+		if healthy {
+			wait = c.opts.ReconnectMin
+		}
+		c.logf("disconnected: %s; reconnecting in %v from %s", describeEnd(err), wait, c.Token())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, c.opts.ReconnectMax)
+	}
+}
+
+// DropConnection closes the current WebSocket at once, as a lost network would; Run then
+// reconnects from its last token. It does nothing when no WebSocket is open.
+func (c *Client) DropConnection() {
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	if conn != nil {
+		_ = conn.CloseNow()
+	}
+}
+
+// Token returns the sync token the replica is valid at ("" before the first sync).
+func (c *Client) Token() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.replica.token
+}
+
+func (c *Client) position() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.replica.position
+}
+
+// Requests returns how many HTTP GraphQL requests the client has made, by operation name
+// (SyncState, SyncDifference, Messages). Failed requests count too.
+func (c *Client) Requests() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.requests))
+	for k, v := range c.requests {
+		out[k] = v
+	}
+	return out
+}
+
+// RequestCount returns the total of Requests.
+func (c *Client) RequestCount() int {
+	n := 0
+	for _, v := range c.Requests() {
+		n += v
+	}
+	return n
+}
+
+// Pending returns how many seqs' bodies the replica is still waiting for.
+func (c *Client) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, p := range c.pending {
+		n += len(p)
+	}
+	return n
+}
