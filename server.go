@@ -71,10 +71,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return seedCommand(ctx, args, stdout, stderr)
 	case "import":
 		return importCommand(ctx, args, stdout, stderr)
+	case "retention":
+		return retentionCommand(ctx, args, stdout, stderr)
 	case "sync-client":
 		return syncClientCommand(ctx, args, stdout, stderr)
 	}
-	return fmt.Errorf("unknown command %q (commands: serve, token, group, seed, import, sync-client)", cmd)
+	return fmt.Errorf("unknown command %q (commands: serve, token, group, seed, import, retention, sync-client)", cmd)
 }
 
 // Config is everything msggate needs to start. Each field has a flag and an environment
@@ -104,6 +106,9 @@ type Config struct {
 	EventLogMaxLen int64         // events kept per user; default 10000
 	EventLogMaxAge time.Duration // how long an event is kept; default 7 days
 	KeepAlive      time.Duration // WebSocket keepalive ping interval; default 15s
+
+	// Retention deletes whole chunks older than a number of days (off by default).
+	Retention RetentionConfig
 
 	// For tests: observe MongoDB commands and Redis calls.
 	MongoMonitor *event.CommandMonitor
@@ -136,6 +141,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.EventLogMaxLen, "event-log-len", 10000, "events kept in each user's sync log; an older sync token answers tooLong")
 	fs.DurationVar(&c.EventLogMaxAge, "event-log-age", 7*24*time.Hour, "how long events stay in the sync log")
 	fs.DurationVar(&c.KeepAlive, "ws-keepalive", 15*time.Second, "WebSocket keepalive ping interval")
+	c.Retention.flags(fs)
 }
 
 // Main is a running gateway: its stores, its HTTP server, and what must be closed.
@@ -348,6 +354,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer m.Close()
+	// Deferred after Close, so the job stops before the stores close.
+	waitRetention, err := startRetention(ctx, m, cfg.Retention, logger)
+	if err != nil {
+		return err
+	}
+	defer waitRetention()
 	if cfg.MongoURI == "" {
 		// A new embedded installation starts with the demo data, so there is something to query.
 		if empty, err := m.Store.Empty(ctx); err != nil {

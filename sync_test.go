@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/testenv"
 )
 
@@ -291,5 +292,39 @@ func TestSyncEventsNeedAToken(t *testing.T) {
 	}
 	if websocket.CloseStatus(err) != 4403 {
 		t.Fatalf("closed with %v, want 4403", err)
+	}
+}
+
+// Ensure idle WebSocket connections are kept alive: "ka" messages on the legacy graphql-ws
+// protocol, pings on graphql-transport-ws, at the configured interval.
+func TestSyncEventsKeepAlive(t *testing.T) {
+	cfg := testConfig(testenv.Redis(t), testenv.Mongo(t))
+	cfg.KeepAlive = 50 * time.Millisecond
+	url := serveMain(t, mustOpen(t, cfg, testLogger(t)))
+	bob := func() string {
+		tok, err := auth.Issue([]byte(cfg.JWTSecret), "bob", false, time.Hour, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}()
+	for protocol, want := range map[string]string{"graphql-ws": "ka", "graphql-transport-ws": "ping"} {
+		c := dialSubscription(t, url, bob, protocol)
+		for seen := 0; seen < 3; {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, b, err := c.conn.Read(ctx)
+			cancel()
+			if err != nil {
+				t.Fatalf("%s: %v after %d keepalives", protocol, err, seen)
+			}
+			var m map[string]any
+			_ = json.Unmarshal(b, &m)
+			if m["type"] == want {
+				seen++
+				if want == "ping" {
+					c.write(map[string]any{"type": "pong"})
+				}
+			}
+		}
 	}
 }
