@@ -50,6 +50,38 @@ func serverCounters(t *testing.T, g *gateway, token string) (map[string]syncclie
 	}
 }
 
+// noteToSelf stores a message in a group of user's own and returns a function that appends n
+// events to user's log: that message announced again (as a retried send does), n times. The
+// events are real NEW_MESSAGE events of the user, with the user's real counters, and being in
+// a group of one they fill nobody else's log.
+func noteToSelf(t *testing.T, g *gateway, user string) func(n int) {
+	t.Helper()
+	ctx := context.Background()
+	group := user + "-notes"
+	if err := g.m.Ledger.SetGroup(ctx, group, []chunkstore.GroupMember{{GroupID: group, UserID: user, Role: im.RoleOwner}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.m.Ingest.Ingest(ctx, []*im.Message{{SendID: user, GroupID: group, ContentType: 101, Content: "note to self"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res[0].Placements[0]
+	again := imsync.StoredMessage{ConversationID: p.ConversationID, Seq: p.Seq, SendID: user, SendTime: p.Message.SendTime}
+	return func(n int) {
+		t.Helper()
+		for n > 0 {
+			batch := make([]imsync.StoredMessage, min(2000, n))
+			for i := range batch {
+				batch[i] = again
+			}
+			if err := g.m.Ledger.AnnounceMessages(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+			n -= len(batch)
+		}
+	}
+}
+
 // countersDiff describes how a replica's counters differ from the server's ("" if not).
 func countersDiff(r syncclient.Replica, want map[string]syncclient.Counters, total int64) string {
 	var d []string
@@ -123,29 +155,11 @@ func TestSyncTooLongRecovery(t *testing.T) {
 	}
 	t.Logf("bootstrap: requests %v", viaSync.Requests())
 
-	// Offline, the devices miss 50,000 of dora's events: a message of hers announced again and
-	// again (a retried send does that), in a group of her own so that nobody else's log fills
-	// up too, and a few real changes among them.
+	// Offline, the devices miss 50,000 of dora's events, and a few real changes among them.
 	started = time.Now()
-	if err := g.m.Ledger.SetGroup(ctx, "notes", []chunkstore.GroupMember{{GroupID: "notes", UserID: "dora", Role: im.RoleOwner}}); err != nil {
-		t.Fatal(err)
-	}
-	note, err := g.m.Ingest.Ingest(ctx, []*im.Message{{SendID: "dora", GroupID: "notes", ContentType: 101, Content: "note to self"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := note[0].Placements[0]
-	again := imsync.StoredMessage{ConversationID: p.ConversationID, Seq: p.Seq, SendID: "dora", SendTime: p.Message.SendTime}
 	const missed = 50000
-	for n := 0; n < missed; n += 2000 {
-		batch := make([]imsync.StoredMessage, min(2000, missed-n))
-		for i := range batch {
-			batch[i] = again
-		}
-		if err := g.m.Ledger.AnnounceMessages(ctx, batch); err != nil {
-			t.Fatal(err)
-		}
-	}
+	flood := noteToSelf(t, g, "dora")
+	flood(missed)
 	g.send("peer007", "dora", "", 2)
 	g.query(dora, `mutation { markConversationRead(conversationID: "si_dora_peer010") { readSeq } }`, nil, &struct{}{})
 	t.Logf("%d events produced in %v", missed, time.Since(started).Round(time.Millisecond))

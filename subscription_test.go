@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// rawSubscriber is a graphql-transport-ws client with nothing in between: the tests decide when
+// it reads.
+type rawSubscriber struct {
+	t    *testing.T
+	conn *websocket.Conn
+}
+
+// dialRaw connects, authenticates and subscribes to syncEvents (live only). With tinyBuffer its
+// socket's receive buffer is made as small as the kernel allows, so that a subscriber that
+// stops reading pushes back on the gateway at once.
+func dialRaw(t *testing.T, g *gateway, user string, tinyBuffer bool) *rawSubscriber {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	opts := &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}}
+	if tinyBuffer {
+		d := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+			var serr error
+			err := c.Control(func(fd uintptr) {
+				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+			})
+			return errors.Join(err, serr)
+		}}
+		tr := &http.Transport{DialContext: d.DialContext}
+		t.Cleanup(tr.CloseIdleConnections)
+		opts.HTTPClient = &http.Client{Transport: tr}
+	}
+	conn, _, err := websocket.Dial(ctx, strings.Replace(g.url, "http", "ws", 1)+"/query", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadLimit(1 << 20)
+	s := &rawSubscriber{t: t, conn: conn}
+	s.write(ctx, map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + g.token(user)}})
+	if m, err := s.read(ctx); err != nil || m["type"] != "connection_ack" {
+		t.Fatalf("after connection_init: %v %v", m, err)
+	}
+	s.write(ctx, map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+		"query": `subscription { syncEvents { type token position conversationID seq sendID seqs forEveryone maxSeq minSeq readSeq unreadCount } }`}})
+	return s
+}
+
+func (s *rawSubscriber) write(ctx context.Context, v any) {
+	s.t.Helper()
+	b, _ := json.Marshal(v)
+	if err := s.conn.Write(ctx, websocket.MessageText, b); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// read returns the next message that is not a keepalive.
+func (s *rawSubscriber) read(ctx context.Context) (map[string]any, error) {
+	for {
+		_, b, err := s.conn.Read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, err
+		}
+		switch m["type"] {
+		case "ping":
+			s.write(ctx, map[string]any{"type": "pong"})
+		case "pong", "ka":
+		default:
+			return m, nil
+		}
+	}
+}
+
+// position returns the position of an event message ("next"), or an error for anything else.
+func eventPosition(m map[string]any) (int64, error) {
+	if m["type"] != "next" {
+		return 0, fmt.Errorf("not an event: %v", m)
+	}
+	p, _ := m["payload"].(map[string]any)
+	d, _ := p["data"].(map[string]any)
+	ev, _ := d["syncEvents"].(map[string]any)
+	pos, ok := ev["position"].(float64)
+	if !ok {
+		return 0, fmt.Errorf("event without a position: %v", m)
+	}
+	return int64(pos), nil
+}
+
+// waitFor polls cond until it holds, failing the test with what after the deadline.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Ensure a subscriber that stops reading is disconnected with close code 4008 and a reason
+// that starts "slow consumer", while a subscriber of the same user on the same instance that
+// keeps reading gets every event, in order, with no gap.
+func TestSubscriptionSlowConsumer(t *testing.T) {
+	g := startGateway(t)
+	flood := noteToSelf(t, g, "erin")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	slow := dialRaw(t, g, "erin", true)
+	defer func() { _ = slow.conn.CloseNow() }()
+	normal := dialRaw(t, g, "erin", false)
+	defer func() { _ = normal.conn.CloseNow() }()
+	waitFor(t, 20*time.Second, "both subscriptions reach the hub", func() bool { return g.m.Hub.Subscribers() == 2 })
+
+	// The reader keeps up; each batch of events waits until it has them all, so only the
+	// subscriber that stopped reading falls behind.
+	type seen struct {
+		last int64
+		err  error
+	}
+	progress := make(chan seen, 1024)
+	go func() {
+		var last int64
+		for {
+			m, err := normal.read(ctx)
+			if err != nil {
+				progress <- seen{last, err}
+				return
+			}
+			pos, err := eventPosition(m)
+			if err == nil && last != 0 && pos != last+1 {
+				err = fmt.Errorf("position %d after %d", pos, last)
+			}
+			if err != nil {
+				progress <- seen{last, err}
+				return
+			}
+			last = pos
+			progress <- seen{last, nil}
+		}
+	}()
+	var first, last int64
+	produced := 0
+	for g.m.Hub.Subscribers() == 2 {
+		if produced >= 200000 {
+			t.Fatalf("%d events produced and the subscriber that stopped reading is still connected", produced)
+		}
+		flood(500)
+		produced += 500
+		head, err := g.m.Cache.EventHead(ctx, "erin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == 0 {
+			first = head.Position - 499
+		}
+		for last < head.Position {
+			select {
+			case s := <-progress:
+				if s.err != nil {
+					t.Fatalf("the subscriber that reads: after position %d: %v", s.last, s.err)
+				}
+				last = s.last
+			case <-time.After(30 * time.Second):
+				t.Fatalf("the subscriber that reads is stuck at %d of %d", last, head.Position)
+			}
+		}
+	}
+	t.Logf("dropped after %d events; the reading subscriber got positions %d..%d", produced, first, last)
+	if g.m.Hub.Subscribers() != 1 {
+		t.Fatalf("%d subscribers left, want the one that reads", g.m.Hub.Subscribers())
+	}
+
+	// What the slow subscriber reads now: the events its socket held, then the close.
+	var got int
+	var err error
+	for {
+		var m map[string]any
+		if m, err = slow.read(ctx); err != nil {
+			break
+		}
+		if _, perr := eventPosition(m); perr == nil {
+			got++
+		}
+	}
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) {
+		t.Fatalf("the slow subscriber's connection ended with %v, want a close frame", err)
+	}
+	t.Logf("the slow subscriber read %d events, then close %d %q", got, ce.Code, ce.Reason)
+	if ce.Code != 4008 || !strings.HasPrefix(ce.Reason, "slow consumer") {
+		t.Errorf("closed with %d %q, want 4008 and a reason starting \"slow consumer\"", ce.Code, ce.Reason)
+	}
+
+	// The reader goes on receiving.
+	flood(1)
+	s := <-progress
+	if s.err != nil || s.last != last+1 {
+		t.Fatalf("after the drop the reader got %d (%v), want %d", s.last, s.err, last+1)
+	}
+}
+
+// Ensure the gateway's goroutines return to their number before 20 clients connected,
+// subscribed, received an event and left (half of them closing properly, half dropping the
+// connection).
+func TestSubscriptionGoroutinesReturnToBaseline(t *testing.T) {
+	g := startGateway(t)
+	users := make([]string, 10)
+	for i := range users {
+		users[i] = fmt.Sprintf("sub%02d", i)
+	}
+	announce := map[string]func(int){}
+	for _, u := range users {
+		announce[u] = noteToSelf(t, g, u)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// A first client starts what stays for the gateway's lifetime (the hub's Redis
+	// subscription, its connection pools); the baseline is taken once it left and the count
+	// settled.
+	warm := dialRaw(t, g, users[0], false)
+	waitFor(t, 20*time.Second, "the first subscription reaches the hub", func() bool { return g.m.Hub.Subscribers() == 1 })
+	announce[users[0]](1)
+	if m, err := warm.read(ctx); err != nil || m["type"] != "next" {
+		t.Fatalf("first client: %v %v", m, err)
+	}
+	_ = warm.conn.Close(websocket.StatusNormalClosure, "")
+	waitFor(t, 20*time.Second, "the first subscription leaves the hub", func() bool { return g.m.Hub.Subscribers() == 0 })
+	baseline := settledGoroutines()
+
+	clients := make([]*rawSubscriber, 20)
+	for i := range clients {
+		clients[i] = dialRaw(t, g, users[i%len(users)], false)
+	}
+	waitFor(t, 20*time.Second, "20 subscriptions reach the hub", func() bool { return g.m.Hub.Subscribers() == 20 })
+	during := runtime.NumGoroutine()
+	for _, u := range users {
+		announce[u](1)
+	}
+	for i, c := range clients {
+		if m, err := c.read(ctx); err != nil || m["type"] != "next" {
+			t.Fatalf("client %d: %v %v", i, m, err)
+		}
+		if i%2 == 0 {
+			_ = c.conn.Close(websocket.StatusNormalClosure, "bye")
+		} else {
+			_ = c.conn.CloseNow()
+		}
+	}
+	waitFor(t, 20*time.Second, "every subscription leaves the hub", func() bool { return g.m.Hub.Subscribers() == 0 })
+	deadline := time.Now().Add(30 * time.Second)
+	for runtime.NumGoroutine() > baseline {
+		if time.Now().After(deadline) {
+			_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+			t.Fatalf("%d goroutines, baseline %d (with 20 clients: %d)", runtime.NumGoroutine(), baseline, during)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("goroutines: baseline %d, with 20 subscribers %d, after they left %d", baseline, during, runtime.NumGoroutine())
+}
+
+// settledGoroutines returns the goroutine count once it stopped falling (what was winding down
+// has ended).
+func settledGoroutines() int {
+	n := runtime.NumGoroutine()
+	for i := 0; i < 200; i++ {
+		time.Sleep(25 * time.Millisecond)
+		m := runtime.NumGoroutine()
+		if m >= n {
+			return n
+		}
+		n = m
+	}
+	return n
+}
