@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	imsync "github.com/msggate/msggate/internal/sync"
 	"github.com/msggate/msggate/internal/testenv"
 	"github.com/msggate/msggate/syncclient"
 )
@@ -245,9 +246,9 @@ type sentMessage struct {
 // Ensure every device converges on the server's state whatever happens meanwhile: three
 // devices of alice and one each of bob and carol, on two gateway instances, while a seeded
 // random sequence of sends (single chats and a group, some of them concurrent), mark-reads,
-// revokes, deletes, clears, disconnects and one Redis FLUSHALL runs. The invariants hold on
-// every event every device applies; afterwards each device's replica equals the server's state
-// read fresh: once caught up live, and again after a final Sync.
+// revokes, deletes, clears, disconnects, instances going away and one Redis FLUSHALL runs.
+// The invariants hold on every event every device applies; afterwards each device's replica
+// equals the server's state read fresh: once caught up live, and again after a final Sync.
 func TestSyncConvergence(t *testing.T) {
 	seed, steps := syncRun(t)
 	t.Logf("seed %d, %d steps (MSGGATE_SYNC_SEED=%d MSGGATE_SYNC_STEPS=%d to repeat)", seed, steps, seed, steps)
@@ -466,9 +467,14 @@ func TestSyncConvergence(t *testing.T) {
 				counts["device online"]++
 				d.start()
 			}
-		default:
+		case r < 97:
 			counts["network drop"]++
 			devices[rng.Intn(len(devices))].client.DropConnection()
+		default:
+			// An instance shutting down ends its subscriptions with "going away" (1001); its
+			// devices reconnect from their last tokens.
+			counts["instance going away"]++
+			gws[rng.Intn(2)].m.Hub.EndAll(imsync.ErrShuttingDown)
 		}
 	}
 	t.Logf("%d steps in %v: %v", steps, time.Since(started).Round(time.Millisecond), counts)

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is a bytes.Buffer safe for a command writing while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Ensure `msggate sync-client -user U` mints its token from the secret, bootstraps, prints the
+// events it applies live until interrupted, then prints its replica and what it cost.
+func TestSyncClientCommand(t *testing.T) {
+	g := startGateway(t)
+	g.send("bob", "alice", "", 2)
+	var stdout, stderr lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"sync-client", "-user", "alice", "-url", g.url, "-secret", g.m.Config.JWTSecret}, &stdout, &stderr)
+	}()
+	waitForOutput := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(stdout.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the output:\n%s\nstderr:\n%s", want, stdout.String(), stderr.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitForOutput("subscribed to syncEvents")
+	g.send("bob", "alice", "", 1)
+	waitForOutput("NEW_MESSAGE si_alice_bob seq 3 from bob")
+	waitForOutput("fetched 1 messages")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("sync-client: %v\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		"bootstrapped at",
+		"replica of alice at",
+		"si_alice_bob                     maxSeq 3 minSeq 1 readSeq 0 unread 3, 2 messages held",
+		"HTTP requests: Messages 1, SyncDifference 1, SyncState 1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the output:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "INVARIANT") {
+		t.Errorf("invariant violated:\n%s", out)
+	}
+}
+
+// Ensure sync-client refuses to guess a secret: with neither a token nor a secret it names
+// what to pass instead of generating a secret the gateway would not know.
+func TestSyncClientCommandNeedsAToken(t *testing.T) {
+	t.Setenv("MSGGATE_JWT_SECRET", "")
+	err := run(context.Background(), []string{"sync-client", "-user", "alice", "-data-dir", t.TempDir()}, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "pass -token, -secret") {
+		t.Fatalf("got %v, want an error naming -token and -secret", err)
+	}
+}
