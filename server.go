@@ -167,10 +167,12 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (m *Main, err er
 	}
 	// Every line logged with a request's context carries its request_id.
 	logger = ops.WithRequestIDs(logger)
-	m = &Main{Config: cfg, Logger: logger, Metrics: ops.NewMetrics()}
+	opened := &Main{Config: cfg, Logger: logger, Metrics: ops.NewMetrics()}
+	m = opened
 	defer func() {
+		// Each error return sets m to nil; what was opened so far is closed through opened.
 		if err != nil {
-			_ = m.Close()
+			_ = opened.Close()
 		}
 	}()
 	if m.Secret, err = jwtSecret(cfg); err != nil {

@@ -63,9 +63,18 @@ func New(rdb redis.UniversalClient, opts Options) *Cache {
 	return &Cache{rdb: rdb, opts: opts.withDefaults()}
 }
 
-// Ping checks that Redis answers.
+// Ping checks that Redis answers: on a cluster, every master, since each holds a share of the
+// conversations.
 func (c *Cache) Ping(ctx context.Context) error {
-	if err := c.rdb.Ping(ctx).Err(); err != nil {
+	var err error
+	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			return node.Ping(ctx).Err()
+		})
+	} else {
+		err = c.rdb.Ping(ctx).Err()
+	}
+	if err != nil {
 		return im.Unavailable("cache", err)
 	}
 	return nil
