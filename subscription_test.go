@@ -11,11 +11,15 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/msggate/msggate/syncclient"
 )
 
 // rawSubscriber is a graphql-transport-ws client with nothing in between: the tests decide when
@@ -192,6 +196,7 @@ func TestSubscriptionSlowConsumer(t *testing.T) {
 
 	// What the slow subscriber reads now: the events its socket held, then the close.
 	var got int
+	var others []string
 	var err error
 	for {
 		var m map[string]any
@@ -200,6 +205,8 @@ func TestSubscriptionSlowConsumer(t *testing.T) {
 		}
 		if _, perr := eventPosition(m); perr == nil {
 			got++
+		} else {
+			others = append(others, fmt.Sprint(m))
 		}
 	}
 	var ce websocket.CloseError
@@ -209,6 +216,11 @@ func TestSubscriptionSlowConsumer(t *testing.T) {
 	t.Logf("the slow subscriber read %d events, then close %d %q", got, ce.Code, ce.Reason)
 	if ce.Code != 4008 || !strings.HasPrefix(ce.Reason, "slow consumer") {
 		t.Errorf("closed with %d %q, want 4008 and a reason starting \"slow consumer\"", ce.Code, ce.Reason)
+	}
+	// A graphql-transport-ws client takes "complete" for a normal end of its subscription and
+	// would not resubscribe: a dropped subscriber must learn of the drop from the close alone.
+	if len(others) > 0 {
+		t.Errorf("before the close the dropped subscriber was sent %v", others)
 	}
 
 	// The reader goes on receiving.
@@ -292,4 +304,87 @@ func settledGoroutines() int {
 		n = m
 	}
 	return n
+}
+
+// Ensure the reference client, dropped as a slow consumer (it stalls while events pour in),
+// reconnects from its last token and ends at the head of the log with the server's counters.
+func TestSubscriptionSlowClientReconnects(t *testing.T) {
+	g := startGateway(t)
+	flood := noteToSelf(t, g, "gus")
+	gus := g.token("gus")
+	var stalled atomic.Bool
+	release := make(chan struct{})
+	var logMu sync.Mutex
+	var logs []string
+	c, err := syncclient.New(g.url, gus, syncclient.Options{
+		ReconnectMin: 10 * time.Millisecond,
+		Logf: func(format string, args ...any) {
+			logMu.Lock()
+			logs = append(logs, fmt.Sprintf(format, args...))
+			logMu.Unlock()
+		},
+		OnApply: func(a syncclient.Applied) {
+			if stalled.Load() {
+				<-release
+			}
+			if err := syncclient.CheckInvariants(a); err != nil {
+				t.Error(err)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	waitFor(t, 20*time.Second, "the client subscribes", func() bool { return g.m.Hub.Subscribers() == 1 })
+
+	stalled.Store(true)
+	produced := 0
+	for g.m.Hub.Subscribers() == 1 {
+		if produced >= 200000 {
+			t.Fatalf("%d events produced and the stalled client is still subscribed", produced)
+		}
+		flood(500)
+		produced += 500
+	}
+	stalled.Store(false)
+	close(release)
+	head, err := g.m.Cache.EventHead(context.Background(), "gus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the client catches up after the drop", func() bool {
+		return c.Token() == head.String() && c.Pending() == 0
+	})
+	// The client must have been disconnected and have subscribed again from a later token.
+	// How it learns of the drop (the 4008 close, or a "complete" the gateway may send first:
+	// see subscription_drop_test.go) does not change what it does.
+	logMu.Lock()
+	var subscribed, dropped int
+	for _, l := range logs {
+		switch {
+		case strings.HasPrefix(l, "subscribed to syncEvents"):
+			subscribed++
+		case strings.HasPrefix(l, "disconnected:"):
+			dropped++
+			t.Log(l)
+		}
+	}
+	logMu.Unlock()
+	if subscribed < 2 || dropped < 1 {
+		t.Errorf("the client subscribed %d times and was disconnected %d times, want a reconnect", subscribed, dropped)
+	}
+	want, total, _ := serverCounters(t, g, gus)
+	if diff := countersDiff(c.Replica(), want, total); diff != "" {
+		t.Errorf("after reconnecting:\n%s", diff)
+	}
+	t.Logf("dropped after %d events; caught up with requests %v", produced, c.Requests())
 }
