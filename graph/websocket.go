@@ -157,6 +157,22 @@ func closeConnection(ctx context.Context, code int, reason string) {
 	}
 }
 
+// closeAndWait closes the connection and waits until the transport has noticed (the
+// operation's context ends), so that the subscription's end is the close and its reason: were
+// the event channel closed first, gqlgen would send "complete", which a client takes as a
+// normal end and does not resubscribe after.
+func closeAndWait(ctx context.Context, code int, reason string) {
+	closeConnection(ctx, code, reason)
+	select {
+	case <-ctx.Done():
+	case <-time.After(closeWait):
+	}
+}
+
+// closeWait bounds closeAndWait: a peer that never answers the close handshake is cut off by
+// the WebSocket library within this time.
+const closeWait = 10 * time.Second
+
 // syncEvents answers Subscription.syncEvents.
 func (r *Resolver) syncEvents(ctx context.Context, since *string) (<-chan *model.SyncEvent, error) {
 	viewer, err := auth.ViewerFrom(ctx)
@@ -190,12 +206,15 @@ func (r *Resolver) syncEvents(ctx context.Context, since *string) (<-chan *model
 				return context.Cause(ctx)
 			}
 		})
+		// The subscription leaves the hub before the connection is closed: the close may wait
+		// for a peer that does not read.
+		sub.Close()
 		switch {
 		case errors.Is(err, imsync.ErrSlowConsumer):
 			r.Logger.WarnContext(ctx, "subscriber dropped", "user", viewer.UserID, "reason", err)
-			closeConnection(ctx, CloseSlowConsumer, "slow consumer: fell behind the live events; reconnect with your last token")
+			closeAndWait(ctx, CloseSlowConsumer, "slow consumer: stopped taking events; reconnect with your last token")
 		case errors.Is(err, imsync.ErrShuttingDown):
-			closeConnection(ctx, CloseGoingAway, "going away: the gateway is shutting down; reconnect with your last token")
+			closeAndWait(ctx, CloseGoingAway, "going away: the gateway is shutting down; reconnect with your last token")
 		case err != nil && ctx.Err() == nil:
 			r.Logger.ErrorContext(ctx, "subscription ended", "user", viewer.UserID, "err", err)
 		}

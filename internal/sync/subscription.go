@@ -12,10 +12,14 @@ import (
 
 // HubOptions configures a Hub. The zero value is usable.
 type HubOptions struct {
-	// Buffer is how many live events may wait for one subscriber. A subscriber with a full
-	// buffer cannot keep up: it is dropped (ErrSlowConsumer) rather than slowing the
-	// publishers or the other subscribers. Default 1024.
+	// Buffer is how many live events may wait for one subscriber. When it is full (a burst,
+	// or a subscriber reading slowly) later events are not queued: the subscriber reads them
+	// from the log at its own pace, so publishers never wait. Default 1024.
 	Buffer int
+	// StallTimeout is how long one event may wait for the subscriber's connection to take
+	// it. A subscriber that stalls longer is dropped (ErrSlowConsumer): it is not reading at
+	// all, and holding its stream open would only hold memory. Default 10s.
+	StallTimeout time.Duration
 	// ReplayPage is how many events one log read fetches while a subscriber catches up.
 	// Default 500.
 	ReplayPage int
@@ -27,8 +31,8 @@ type HubOptions struct {
 // subscribeTimeout bounds the wait for Redis to confirm a subscription.
 const subscribeTimeout = 10 * time.Second
 
-// ErrSlowConsumer ends a subscription whose subscriber fell too far behind.
-var ErrSlowConsumer = errors.New("slow consumer: the subscriber fell behind the live events")
+// ErrSlowConsumer ends a subscription whose subscriber stopped taking events.
+var ErrSlowConsumer = errors.New("slow consumer: the subscriber stopped taking its events")
 
 // Hub delivers users' events, published on any gateway instance, to this instance's
 // subscribers. It holds one Redis subscription per user with subscribers here. It is safe for
@@ -53,6 +57,9 @@ func NewHub(l *Ledger, c *cache.Cache, opts HubOptions) *Hub {
 	}
 	if opts.ReplayPage <= 0 {
 		opts.ReplayPage = 500
+	}
+	if opts.StallTimeout <= 0 {
+		opts.StallTimeout = 10 * time.Second
 	}
 	h := &Hub{ledger: l, cache: c, opts: opts, users: map[string]map[*Subscription]struct{}{}}
 	h.feed = c.OpenEventFeed(h.deliver)
@@ -79,6 +86,10 @@ func (h *Hub) drop(s *Subscription, cause error, reason string) {
 		return
 	}
 	s.cancel(cause)
+	h.dropped(reason)
+}
+
+func (h *Hub) dropped(reason string) {
 	if h.opts.OnDrop != nil {
 		h.opts.OnDrop(reason)
 	}
@@ -101,8 +112,9 @@ func (h *Hub) Subscribers() int {
 	return n
 }
 
-// deliver runs on the feed's goroutine: it must never block, so a full buffer drops the
-// subscriber. A nil event means events may have been missed; subscribers then re-read the log.
+// deliver runs on the feed's goroutine: it must never block. A subscriber whose buffer is
+// full is told it overflowed, and reads what it missed from the log. A nil event means events
+// may have been missed; subscribers then re-read the log.
 func (h *Hub) deliver(userID string, ev *im.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -110,7 +122,10 @@ func (h *Hub) deliver(userID string, ev *im.Event) {
 		select {
 		case s.live <- ev:
 		default:
-			h.drop(s, ErrSlowConsumer, "slow_consumer")
+			select {
+			case s.overflow <- struct{}{}:
+			default: // already told
+			}
 		}
 	}
 }
@@ -120,16 +135,19 @@ type Subscription struct {
 	hub    *Hub
 	userID string
 	live   chan *im.Event
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	once   gosync.Once
+	// overflow holds a signal when live events were left out because live was full.
+	overflow chan struct{}
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	once     gosync.Once
 }
 
 // Subscribe opens a subscription to userID's events. It returns once live events are being
 // received, so none published after it returns is missed. Close it when done.
 func (h *Hub) Subscribe(ctx context.Context, userID string) (*Subscription, error) {
 	sctx, cancel := context.WithCancelCause(ctx)
-	s := &Subscription{hub: h, userID: userID, live: make(chan *im.Event, h.opts.Buffer), ctx: sctx, cancel: cancel}
+	s := &Subscription{hub: h, userID: userID, live: make(chan *im.Event, h.opts.Buffer),
+		overflow: make(chan struct{}, 1), ctx: sctx, cancel: cancel}
 	h.opMu.Lock()
 	defer h.opMu.Unlock()
 	h.mu.Lock()
@@ -187,10 +205,23 @@ func (s *Subscription) Close() {
 // Run streams the user's events to send: first those after since (all new ones when since is
 // nil), then live ones, in position order with no gap and no duplicate. When since cannot be
 // served (or the log is lost while streaming) it sends one TOO_LONG event and returns nil.
-// It returns ErrSlowConsumer when the subscriber fell behind, and the context's error when the
-// caller's context ends. send must give up when its context ends.
+// It returns ErrSlowConsumer when one event waited for the subscriber longer than the stall
+// timeout, and the context's cause when the caller's context ends. send must give up when its
+// context ends.
 func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Event) error) error {
 	ctx := s.ctx
+	stall := s.hub.opts.StallTimeout
+	// deliver gives send one event, and gives up on a subscriber that does not take it.
+	deliver := func(ev im.Event) error {
+		sendCtx, cancel := context.WithTimeoutCause(ctx, stall, ErrSlowConsumer)
+		defer cancel()
+		err := send(sendCtx, ev)
+		if err != nil && errors.Is(context.Cause(sendCtx), ErrSlowConsumer) && ctx.Err() == nil {
+			s.hub.dropped("slow_consumer")
+			return ErrSlowConsumer
+		}
+		return err
+	}
 	var last im.SyncToken
 	if since != nil {
 		last = *since
@@ -209,10 +240,10 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 				return false, err
 			}
 			if d.TooLong {
-				return false, send(ctx, im.Event{Type: im.EventTooLong, Epoch: d.Token.Epoch, Position: d.Token.Position})
+				return false, deliver(im.Event{Type: im.EventTooLong, Epoch: d.Token.Epoch, Position: d.Token.Position})
 			}
 			for _, ev := range d.Events {
-				if err := send(ctx, ev); err != nil {
+				if err := deliver(ev); err != nil {
 					return false, err
 				}
 			}
@@ -223,6 +254,9 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 		}
 	}
 	stop := func(err error) error {
+		if errors.Is(err, ErrSlowConsumer) {
+			return err
+		}
 		if cause := context.Cause(ctx); cause != nil {
 			return cause
 		}
@@ -235,12 +269,21 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
+		case <-s.overflow:
+			// Events were left out of live: what is queued is older than them, and the log
+			// has everything.
+			for len(s.live) > 0 {
+				<-s.live
+			}
+			if ok, err := catchUp(); !ok {
+				return stop(err)
+			}
 		case ev := <-s.live:
 			switch {
 			case ev != nil && ev.Epoch == last.Epoch && ev.Position <= last.Position:
 				// Already sent, from the log.
 			case ev != nil && ev.Epoch == last.Epoch && ev.Position == last.Position+1:
-				if err := send(ctx, *ev); err != nil {
+				if err := deliver(*ev); err != nil {
 					return stop(err)
 				}
 				last = ev.Token()
