@@ -106,15 +106,9 @@ func messagesBySeq(ctx context.Context, conversationID string, seqs []int64) ([]
 
 // historyPage answers Conversation.history.
 func historyPage(ctx context.Context, conversationID string, beforeSeq, afterSeq *int64, limit *int) (*model.History, error) {
-	n := im.DefaultHistoryLimit
-	if limit != nil {
-		n = *limit
-	}
-	switch {
-	case n > im.MaxHistoryLimit:
-		return nil, im.Errorf(im.ELIMIT, "history limit is at most %d, got %d", im.MaxHistoryLimit, n)
-	case n < 1:
-		return nil, im.Errorf(im.EINVALID, "history limit must be at least 1")
+	n, err := pageSize("history limit", limit, im.DefaultHistoryLimit, im.MaxHistoryLimit)
+	if err != nil {
+		return nil, err
 	}
 	var before, after int64
 	for _, b := range []struct {

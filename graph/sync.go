@@ -16,46 +16,26 @@ func syncState(ctx context.Context, first *int, after *string) (*model.SyncState
 	if err != nil {
 		return nil, err
 	}
-	n := im.MaxSyncConversations
-	if first != nil {
-		n = *first
+	n, err := pageSize("first", first, im.MaxSyncConversations, im.MaxSyncConversations)
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case n > im.MaxSyncConversations:
-		return nil, im.Errorf(im.ELIMIT, "first is at most %d, got %d", im.MaxSyncConversations, n)
-	case n < 1:
-		return nil, im.Errorf(im.EINVALID, "first must be at least 1")
-	}
-	var afterTime int64
-	var afterID string
-	if after != nil {
-		if afterTime, afterID, err = decodeCursor(*after); err != nil {
-			return nil, err
-		}
+	cursor, err := parseAfter(after)
+	if err != nil {
+		return nil, err
 	}
 	l := loadersFrom(ctx)
 	sum, err := l.ledger.Summary(ctx, viewer.UserID)
 	if err != nil {
 		return nil, err
 	}
-	out := &model.SyncState{Token: sum.Token.String(), Conversations: []*model.Conversation{}}
-	start := 0
-	for after != nil && start < len(sum.Conversations) && !isAfter(sum.Conversations[start], afterTime, afterID) {
-		start++
-	}
-	end := min(start+n, len(sum.Conversations))
+	out := &model.SyncState{Token: sum.Token.String()}
 	for _, st := range sum.Conversations {
 		out.TotalUnread += st.Unread()
 		l.states.Prime(ctx, st.ConversationID, st)
 	}
-	for _, st := range sum.Conversations[start:end] {
-		out.Conversations = append(out.Conversations, &model.Conversation{ID: st.ConversationID})
-	}
-	if end > start {
-		c := encodeCursor(sum.Conversations[end-1])
-		out.EndCursor = &c
-	}
-	out.HasMore = end < len(sum.Conversations)
+	p := pageOf(sum.Conversations, n, cursor)
+	out.Conversations, out.EndCursor, out.HasMore = p.nodes, p.endCursor, p.hasMore
 	return out, nil
 }
 
@@ -69,15 +49,9 @@ func syncDifference(ctx context.Context, since string, limit *int) (*model.SyncD
 	if err != nil {
 		return nil, err
 	}
-	n := im.DefaultSyncEvents
-	if limit != nil {
-		n = *limit
-	}
-	switch {
-	case n > im.MaxSyncEvents:
-		return nil, im.Errorf(im.ELIMIT, "limit is at most %d, got %d", im.MaxSyncEvents, n)
-	case n < 1:
-		return nil, im.Errorf(im.EINVALID, "limit must be at least 1")
+	n, err := pageSize("limit", limit, im.DefaultSyncEvents, im.MaxSyncEvents)
+	if err != nil {
+		return nil, err
 	}
 	d, err := loadersFrom(ctx).ledger.Difference(ctx, viewer.UserID, tok, n)
 	if err != nil {

@@ -40,49 +40,66 @@ func totalUnread(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// conversationPage answers Viewer.conversations: newest activity first, cursor-paged. The
-// cursor names the last conversation of the previous page by its place in the order
-// (activity time, ID), so a page stays correct when conversations before it move.
+// conversationPage answers Viewer.conversations: newest activity first, cursor-paged.
 func conversationPage(ctx context.Context, first *int, after *string) (*model.ConversationConnection, error) {
-	n := defaultConversationPage
-	if first != nil {
-		n = *first
+	n, err := pageSize("first", first, defaultConversationPage, maxConversationPage)
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case n > maxConversationPage:
-		return nil, im.Errorf(im.ELIMIT, "first is at most %d, got %d", maxConversationPage, n)
-	case n < 1:
-		return nil, im.Errorf(im.EINVALID, "first must be at least 1")
-	}
-	var afterTime int64
-	var afterID string
-	if after != nil {
-		var err error
-		if afterTime, afterID, err = decodeCursor(*after); err != nil {
-			return nil, err
-		}
+	cursor, err := parseAfter(after)
+	if err != nil {
+		return nil, err
 	}
 	list, err := loadersFrom(ctx).viewerConversations(ctx)
 	if err != nil {
 		return nil, err
 	}
+	p := pageOf(list, n, cursor)
+	return &model.ConversationConnection{Nodes: p.nodes,
+		PageInfo: &model.PageInfo{EndCursor: p.endCursor, HasNextPage: p.hasMore}}, nil
+}
+
+// conversationListPage is one page of a conversation list in activity order.
+type conversationListPage struct {
+	nodes     []*model.Conversation
+	endCursor *string
+	hasMore   bool
+}
+
+// listCursor is a parsed after argument: the place of the previous page's last conversation
+// in the order (activity time, ID), so a page stays correct when conversations before it move.
+type listCursor struct {
+	set  bool
+	time int64
+	id   string
+}
+
+// parseAfter parses an after argument (nil: the first page).
+func parseAfter(after *string) (listCursor, error) {
+	if after == nil {
+		return listCursor{}, nil
+	}
+	t, id, err := decodeCursor(*after)
+	return listCursor{set: true, time: t, id: id}, err
+}
+
+// pageOf cuts the page of n conversations after the cursor out of list (newest activity
+// first).
+func pageOf(list []imsync.State, n int, after listCursor) conversationListPage {
 	start := 0
-	if after != nil {
-		for start < len(list) && !isAfter(list[start], afterTime, afterID) {
-			start++
-		}
+	for after.set && start < len(list) && !isAfter(list[start], after.time, after.id) {
+		start++
 	}
 	end := min(start+n, len(list))
-	out := &model.ConversationConnection{Nodes: make([]*model.Conversation, 0, end-start), PageInfo: &model.PageInfo{}}
+	p := conversationListPage{nodes: make([]*model.Conversation, 0, end-start), hasMore: end < len(list)}
 	for _, st := range list[start:end] {
-		out.Nodes = append(out.Nodes, &model.Conversation{ID: st.ConversationID})
+		p.nodes = append(p.nodes, &model.Conversation{ID: st.ConversationID})
 	}
 	if end > start {
 		c := encodeCursor(list[end-1])
-		out.PageInfo.EndCursor = &c
+		p.endCursor = &c
 	}
-	out.PageInfo.HasNextPage = end < len(list)
-	return out, nil
+	return p
 }
 
 // isAfter reports whether st comes after the cursor position in the list's order.
