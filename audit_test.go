@@ -3,14 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 )
 
 // auditResult is one line of tools/e2e/audit.mjs's output.
@@ -57,35 +51,4 @@ func TestGraphQLOverHTTPAudit(t *testing.T) {
 		}
 	}
 	t.Logf("audit: %d results, %v", len(results), counts)
-}
-
-// runE2E runs one of the Node scripts in tools/e2e with the given arguments and returns its
-// stdout. A missing node or node_modules fails the test: ./scripts/test installs them.
-func runE2E(t *testing.T, script string, args ...string) []byte {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed; run ./scripts/test, which installs the end-to-end tooling")
-	}
-	dir, err := filepath.Abs(filepath.Join("tools", "e2e"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
-		t.Fatalf("%s/node_modules is missing; run ./scripts/test (it runs npm ci there)", dir)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
-	cmd.Dir = dir
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node %s: %v\nstdout:\n%s\nstderr:\n%s", script, err, stdout.String(), stderr.String())
-	}
-	if s := strings.TrimSpace(stderr.String()); s != "" {
-		t.Logf("node %s stderr:\n%s", script, s)
-	}
-	return stdout.Bytes()
 }

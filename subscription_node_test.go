@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,57 +24,6 @@ type nodeLine struct {
 	} `json:"event"`
 	ElapsedMs *float64 `json:"elapsedMs"`
 	Error     string   `json:"error"`
-}
-
-// startNodeScript starts one of the Node scripts in tools/e2e with piped stdin and a channel of
-// its stdout lines; the process is killed when the test ends. A missing node or
-// node_modules fails the test: ./scripts/test installs them.
-func startNodeScript(t *testing.T, script string, args ...string) (stdin io.WriteCloser, lines <-chan string) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed; run ./scripts/test, which installs the end-to-end tooling")
-	}
-	dir, err := filepath.Abs(filepath.Join("tools", "e2e"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "graphql-ws")); err != nil {
-		t.Fatalf("%s/node_modules lacks graphql-ws; run ./scripts/test (it runs npm ci there)", dir)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
-	cmd.Dir = dir
-	cmd.WaitDelay = 5 * time.Second
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdin, err = cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	out := make(chan string, 64)
-	go func() {
-		defer close(out)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			out <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		if s := strings.TrimSpace(stderr.String()); s != "" {
-			t.Logf("node %s stderr:\n%s", script, s)
-		}
-	})
-	return stdin, out
 }
 
 // nextNodeLine returns the script's next line, failing the test if it ends or says nothing
