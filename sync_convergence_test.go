@@ -74,53 +74,29 @@ func callGraphQL(url, token, query string, vars map[string]any) (gqlResponse, er
 // minSeq to maxSeq from messages(...).
 func serverReplica(t *testing.T, g *gateway, token string) syncclient.Replica {
 	t.Helper()
-	out := syncclient.Replica{Conversations: map[string]syncclient.Conversation{}}
-	var after any
-	for page := 0; ; page++ {
-		var r struct {
-			SyncState struct {
-				Token         string
-				TotalUnread   int64
-				HasMore       bool
-				EndCursor     *string
-				Conversations []struct {
-					ID                                   string
-					MaxSeq, MinSeq, ReadSeq, UnreadCount int64
+	counters, total, head := serverCounters(t, g, token)
+	out := syncclient.Replica{Token: head, TotalUnread: total, Conversations: map[string]syncclient.Conversation{}}
+	for id, c := range counters {
+		conv := syncclient.Conversation{ID: id, Messages: map[int64]syncclient.Message{}, Counters: c}
+		for lo := max(c.MinSeq, 1); lo <= c.MaxSeq; lo += 1000 {
+			var seqs []int64
+			for s := lo; s <= min(c.MaxSeq, lo+999); s++ {
+				seqs = append(seqs, s)
+			}
+			var m struct{ Messages []msgJSON }
+			g.query(token, messagesQuery, map[string]any{"c": id, "s": seqs}, &m)
+			for _, msg := range m.Messages {
+				sm := syncclient.Message{Seq: msg.Seq, Status: syncclient.Status(msg.Status)}
+				if msg.SendID != nil {
+					sm.SendID = *msg.SendID
 				}
+				if msg.Content != nil && msg.Status == "OK" {
+					sm.Content = *msg.Content
+				}
+				conv.Messages[msg.Seq] = sm
 			}
 		}
-		g.query(token, `query($after: String) { syncState(after: $after) { token totalUnread hasMore endCursor
-			conversations { id maxSeq minSeq readSeq unreadCount } } }`, map[string]any{"after": after}, &r)
-		if page == 0 {
-			out.Token, out.TotalUnread = r.SyncState.Token, r.SyncState.TotalUnread
-		}
-		for _, c := range r.SyncState.Conversations {
-			conv := syncclient.Conversation{ID: c.ID, Messages: map[int64]syncclient.Message{},
-				Counters: syncclient.Counters{MaxSeq: c.MaxSeq, MinSeq: c.MinSeq, ReadSeq: c.ReadSeq, UnreadCount: c.UnreadCount}}
-			for lo := max(c.MinSeq, 1); lo <= c.MaxSeq; lo += 1000 {
-				var seqs []int64
-				for s := lo; s <= min(c.MaxSeq, lo+999); s++ {
-					seqs = append(seqs, s)
-				}
-				var m struct{ Messages []msgJSON }
-				g.query(token, messagesQuery, map[string]any{"c": c.ID, "s": seqs}, &m)
-				for _, msg := range m.Messages {
-					sm := syncclient.Message{Seq: msg.Seq, Status: syncclient.Status(msg.Status)}
-					if msg.SendID != nil {
-						sm.SendID = *msg.SendID
-					}
-					if msg.Content != nil && msg.Status == "OK" {
-						sm.Content = *msg.Content
-					}
-					conv.Messages[msg.Seq] = sm
-				}
-			}
-			out.Conversations[c.ID] = conv
-		}
-		if !r.SyncState.HasMore {
-			break
-		}
-		after = *r.SyncState.EndCursor
+		out.Conversations[id] = conv
 	}
 	return out
 }
