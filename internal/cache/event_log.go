@@ -27,17 +27,21 @@ import (
 // in log order each event's counters reflect every earlier event: a device that applies events
 // in order always ends with the counters of the last one.
 
+// openLog starts both log scripts: it reads the log's epoch into epoch, creating the log with
+// the epoch in ARGV[1] when it does not exist.
+const openLog = `
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if not epoch then
+  epoch = ARGV[1]
+  redis.call('HSET', KEYS[1], 'epoch', epoch, 'pos', 0)
+end`
+
 // appendEvents appends events to one user's log and publishes each.
 // KEYS: log, events, read. ARGV: new epoch, max length, oldest time kept (ms), channel ("" for
 // none), publish command, log TTL (ms), read-state TTL (ms), then 6 values per event: JSON body (without position and counters),
 // conversation ID, and the known max seq, conversation min seq, read seq and user min seq
 // (empty max seq: the event carries no counters).
-var appendEvents = redis.NewScript(`
-local epoch = redis.call('HGET', KEYS[1], 'epoch')
-if not epoch then
-  epoch = ARGV[1]
-  redis.call('HSET', KEYS[1], 'epoch', epoch, 'pos', 0)
-end
+var appendEvents = redis.NewScript(openLog + `
 local function raise(key, field, v)
   local cur = tonumber(redis.call('HGET', key, field) or '0')
   v = tonumber(v)
@@ -94,12 +98,7 @@ return out`)
 // KEYS: log, events. ARGV: new epoch (used when the log does not exist), the token's epoch ("":
 // only the head is wanted), the token's position, the page size.
 // Returns {epoch, head position, status, events...}; status is "ok", "too_long" or "future".
-var readEvents = redis.NewScript(`
-local epoch = redis.call('HGET', KEYS[1], 'epoch')
-if not epoch then
-  epoch = ARGV[1]
-  redis.call('HSET', KEYS[1], 'epoch', epoch, 'pos', 0)
-end
+var readEvents = redis.NewScript(openLog + `
 local pos = tonumber(redis.call('HGET', KEYS[1], 'pos'))
 local res = {epoch, string.format('%d', pos)}
 if ARGV[2] == '' then
