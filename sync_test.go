@@ -10,23 +10,13 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/msggate/msggate/graph/model"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/testenv"
 )
 
-type syncEvent struct {
-	Type           string  `json:"type"`
-	Token          string  `json:"token"`
-	Position       int64   `json:"position"`
-	ConversationID *string `json:"conversationID"`
-	Seq            *int64  `json:"seq"`
-	SendID         *string `json:"sendID"`
-	Seqs           []int64 `json:"seqs"`
-	MaxSeq         *int64  `json:"maxSeq"`
-	MinSeq         *int64  `json:"minSeq"`
-	ReadSeq        *int64  `json:"readSeq"`
-	UnreadCount    *int64  `json:"unreadCount"`
-}
+// syncEvent is a syncEvents payload as a client decodes it.
+type syncEvent = model.SyncEvent
 
 const syncEventFields = `type token position conversationID seq sendID seqs maxSeq minSeq readSeq unreadCount`
 
