@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/msggate/msggate/graph/model"
 	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/testenv"
 )
 
@@ -316,5 +318,61 @@ func TestSyncEventsKeepAlive(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Ensure a syncState page of 100 conversations reads their seq and read state, and the token,
+// in one Redis round trip, and that the pages together list every conversation once.
+func TestSyncStatePageOfHundredIsOneRoundTrip(t *testing.T) {
+	g := startGateway(t)
+	const peers = 130
+	msgs := make([]*im.Message, peers)
+	for i := range msgs {
+		msgs[i] = &im.Message{SendID: "alice", RecvID: fmt.Sprintf("u%03d", i), ContentType: 101, Content: "hi"}
+	}
+	// In batches: FerretDB takes seconds for one bulk write of a hundred upserts.
+	for lo := 0; lo < peers; lo += 20 {
+		if _, err := g.m.Ingest.Ingest(context.Background(), msgs[lo:min(lo+20, peers)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice := g.token("alice")
+	seen := map[string]bool{}
+	var after any
+	for page := 1; ; page++ {
+		var r struct {
+			SyncState struct {
+				HasMore       bool
+				EndCursor     *string
+				TotalUnread   int64
+				Conversations []struct{ ID string }
+			}
+		}
+		g.rcount.Take()
+		g.query(alice, `query($after: String) { syncState(first: 100, after: $after) { hasMore endCursor totalUnread
+			conversations { id maxSeq minSeq readSeq unreadCount } } }`, map[string]any{"after": after}, &r)
+		trips := g.rcount.Take()
+		if n := testenv.Matching(trips, ":seq"); n != 1 {
+			t.Errorf("page %d: seq state read in %d round trips, want 1", page, n)
+		}
+		if n := len(trips) - testenv.Matching(trips, ":rate"); n != 1 {
+			t.Errorf("page %d: %d Redis round trips besides the rate limit, want 1: %v", page, n, trips)
+		}
+		if r.SyncState.TotalUnread != 0 {
+			t.Errorf("alice has %d unread of her own messages", r.SyncState.TotalUnread)
+		}
+		for _, c := range r.SyncState.Conversations {
+			if seen[c.ID] {
+				t.Errorf("%s listed twice", c.ID)
+			}
+			seen[c.ID] = true
+		}
+		if !r.SyncState.HasMore {
+			break
+		}
+		after = *r.SyncState.EndCursor
+	}
+	if len(seen) != peers {
+		t.Errorf("the pages listed %d conversations, want %d", len(seen), peers)
 	}
 }
