@@ -376,3 +376,31 @@ func TestSyncStatePageOfHundredIsOneRoundTrip(t *testing.T) {
 		t.Errorf("the pages listed %d conversations, want %d", len(seen), peers)
 	}
 }
+
+// Ensure a repeated revoke, delete or clear is announced again: a change whose announcement
+// failed is retried by its caller, and only the announcement is left to do then.
+func TestSyncRetriedChangesAreAnnouncedAgain(t *testing.T) {
+	g := startGateway(t)
+	alice, bob := g.token("alice"), g.token("bob")
+	g.send("alice", "bob", "", 2)
+	var st syncStateResult
+	g.query(bob, syncStateQuery, nil, &st)
+	for range 2 {
+		g.query(alice, `mutation { revokeMessage(conversationID: "si_alice_bob", seq: 1) { status } }`, nil, &struct{}{})
+		g.query(alice, `mutation { deleteMessages(conversationID: "si_alice_bob", seqs: [2], forEveryone: true) { status } }`, nil, &struct{}{})
+		g.query(bob, `mutation { clearConversation(conversationID: "si_alice_bob") { minSeq } }`, nil, &struct{}{})
+	}
+	d := g.difference(bob, st.SyncState.Token, 100).SyncDifference
+	var got []string
+	for _, ev := range d.Events {
+		got = append(got, string(ev.Type))
+	}
+	want := "REVOKE DELETE CLEAR REVOKE DELETE CLEAR"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("bob's events %v, want %s", got, want)
+	}
+	last := d.Events[len(d.Events)-1]
+	if *last.MinSeq != 3 || *last.UnreadCount != 0 {
+		t.Errorf("the repeated CLEAR: %+v, want minSeq 3 and no unread", last)
+	}
+}

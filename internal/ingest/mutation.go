@@ -76,10 +76,12 @@ func (in *Ingester) Revoke(ctx context.Context, actor Actor, conv im.Conversatio
 		if err := in.cache.InvalidateChunks(ctx, []string{im.DocID(conv.ID, seq)}); err != nil {
 			return im.MessageView{}, err
 		}
-		if err := in.ledger.AnnounceRevoke(ctx, conv, seq); err != nil {
-			return im.MessageView{}, err
-		}
 		slot.Revoke = &r
+	}
+	// Announced again by a repeated revoke too: a revoke whose announcement failed is retried
+	// by its caller, and only the announcement is left to do.
+	if err := in.ledger.AnnounceRevoke(ctx, conv, seq); err != nil {
+		return im.MessageView{}, err
 	}
 	return im.ViewSlot(conv.ID, seq, slot, actor.UserID), nil
 }
@@ -99,10 +101,16 @@ func (in *Ingester) Delete(ctx context.Context, actor Actor, conv im.Conversatio
 	if err != nil {
 		return nil, err
 	}
-	var present []int64
+	var present, announced []int64
 	var msgs []*im.Message
 	for i, slot := range slots {
-		if slot == nil || slot.Msg == nil || slot.Msg.Status == im.DeletedMessageStatus {
+		if slot == nil || slot.Msg == nil {
+			continue
+		}
+		// Seqs deleted already are announced again: a delete whose announcement failed is
+		// retried by its caller, and only the announcement is left to do.
+		announced = append(announced, uniq[i])
+		if slot.Msg.Status == im.DeletedMessageStatus {
 			continue
 		}
 		if forEveryone && !im.CanActOnMessage(conv.Kind, actor.UserID, actor.Role, slot.Msg.SendID) {
@@ -127,7 +135,9 @@ func (in *Ingester) Delete(ctx context.Context, actor Actor, conv im.Conversatio
 		if err := in.cache.InvalidateChunks(ctx, docIDs); err != nil {
 			return nil, err
 		}
-		if err := in.ledger.AnnounceDelete(ctx, actor.UserID, conv, present, forEveryone); err != nil {
+	}
+	if len(announced) > 0 {
+		if err := in.ledger.AnnounceDelete(ctx, actor.UserID, conv, announced, forEveryone); err != nil {
 			return nil, err
 		}
 	}

@@ -283,16 +283,16 @@ func (l *Ledger) ClearForUser(ctx context.Context, userID, conversationID string
 		return State{}, err
 	}
 	s := st[0]
-	next := s.MaxSeq + 1
-	if next <= s.UserMinSeq {
-		return s, nil
+	// A clear with nothing new to clear is announced again all the same: it may be the retry
+	// of a clear whose announcement failed.
+	if next := s.MaxSeq + 1; next > s.UserMinSeq {
+		key := chunkstore.UserSeqKey{ConversationID: conversationID, UserID: userID}
+		if err := l.store.RaiseUserMinSeqs(ctx, map[chunkstore.UserSeqKey]int64{key: next}); err != nil {
+			return State{}, err
+		}
+		l.raiseCache(ctx, nil, []cache.UserRaise{{UserID: userID, ConversationID: conversationID, UserMinSeq: &next}})
+		s.UserMinSeq = next
 	}
-	key := chunkstore.UserSeqKey{ConversationID: conversationID, UserID: userID}
-	if err := l.store.RaiseUserMinSeqs(ctx, map[chunkstore.UserSeqKey]int64{key: next}); err != nil {
-		return State{}, err
-	}
-	l.raiseCache(ctx, nil, []cache.UserRaise{{UserID: userID, ConversationID: conversationID, UserMinSeq: &next}})
-	s.UserMinSeq = next
 	if _, err := l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: conversationID}, []string{userID}, []State{s}); err != nil {
 		return State{}, err
 	}
@@ -307,10 +307,9 @@ func (l *Ledger) ClearForEveryone(ctx context.Context, userID, conversationID st
 		return State{}, err
 	}
 	s := st[0]
-	next := s.MaxSeq + 1
-	if next <= s.MinSeq {
-		return s, nil
-	}
+	// RaiseMinSeq changes nothing when there is nothing new to clear, but announces again: this
+	// may be the retry of a clear whose announcement failed.
+	next := max(s.MaxSeq+1, s.MinSeq)
 	if err := l.RaiseMinSeq(ctx, conversationID, next); err != nil {
 		return State{}, err
 	}
