@@ -404,3 +404,44 @@ func TestSyncRetriedChangesAreAnnouncedAgain(t *testing.T) {
 		t.Errorf("the repeated CLEAR: %+v, want minSeq 3 and no unread", last)
 	}
 }
+
+// Ensure live events cross instances on a three-master Redis Cluster too: the log scripts run
+// on the user's slot, and PUBLISH reaches a subscriber connected through another node.
+func TestSyncEventsAcrossInstancesOnCluster(t *testing.T) {
+	cluster := testenv.RedisCluster(t)
+	mdb := testenv.Mongo(t)
+	var urls []string
+	for range 2 {
+		cfg := testConfig(&testenv.RedisServer{}, mdb)
+		cfg.RedisURL = cluster.URL()
+		urls = append(urls, serveMain(t, mustOpen(t, cfg, testLogger(t))))
+	}
+	token := func(user string) string {
+		tok, err := auth.Issue([]byte(testConfig(&testenv.RedisServer{}, mdb).JWTSecret), user, false, time.Hour, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	alice, bob := token("alice"), token("bob")
+	c := dialSubscription(t, urls[0], bob, "graphql-transport-ws")
+	c.subscribe(nil)
+	other := &gateway{t: t, url: urls[1]}
+	// Sends to several peers: their logs' slots spread over the masters.
+	for i, peer := range []string{"bob", "carol", "dave"} {
+		var r struct{ SendMessage struct{ Seq int64 } }
+		other.query(alice, `mutation($r: String) { sendMessage(input: {recvID: $r, contentType: 101, content: "hi"}) { seq } }`,
+			map[string]any{"r": peer}, &r)
+		if r.SendMessage.Seq != 1 {
+			t.Fatalf("send %d: seq %d", i, r.SendMessage.Seq)
+		}
+	}
+	ev := c.nextEvent()
+	if ev.Type != "NEW_MESSAGE" || *ev.ConversationID != "si_alice_bob" || *ev.UnreadCount != 1 || ev.Position != 1 {
+		t.Fatalf("bob's live event: %+v", ev)
+	}
+	other.query(bob, `mutation { markConversationRead(conversationID: "si_alice_bob") { unreadCount } }`, nil, &struct{}{})
+	if ev := c.nextEvent(); ev.Type != "READ" || *ev.UnreadCount != 0 || ev.Position != 2 {
+		t.Fatalf("bob's READ from the other instance: %+v", ev)
+	}
+}
