@@ -1,15 +1,18 @@
 // Package cache is msggate's Redis tier and the only importer of go-redis. It caches whole
-// chunks and the seq state of conversations and users, and runs the seq allocator.
+// chunks and the seq state of conversations and users, runs the seq allocator, and keeps each
+// user's sync event log and its pub/sub channel.
 //
 // Keys carry a Redis Cluster hash tag so that every key of one conversation (or one user) lands
 // in one slot and a script may touch several of them:
 //
 //	<prefix>{<conversationID>}:chunk:<index>  hash {v: version, data: JSON chunk}
-//	<prefix>{<conversationID>}:seq            hash {max, min}: stored max seq and min seq
+//	<prefix>{<conversationID>}:seq            hash {max, min, time}: stored max seq, min seq, newest send time
 //	<prefix>{<conversationID>}:alloc          hash {curr, last}: allocator position and block end
 //	<prefix>{<conversationID>}:alloclock      string: token of the instance refilling the block
 //	<prefix>{u:<userID>}:read                 hash {<conversationID>: read seq, <conversationID>|min: user min seq}
 //	<prefix>{u:<userID>}:rate                 hash: the user's request token bucket
+//	<prefix>{u:<userID>}:log                  hash {epoch, pos, <conversationID>|x, <conversationID>|m}: the event log's head and the max and min seqs it has seen
+//	<prefix>{u:<userID>}:events               list: the user's events, oldest first (also the pub/sub channel's name)
 //	<prefix>apq:<sha256>                      string: a persisted query's text
 //
 // Every cached value is a copy of MongoDB's; MongoDB is written first. Monotonic values (max,

@@ -3,5 +3,12 @@
 // read a conversation. It works through the cache first and MongoDB second, and MongoDB is
 // always the truth: every value the ledger reports survives a Redis flush unchanged.
 //
+// It also keeps each user's event log: every change the user's devices must learn (a new
+// message, a read, a revoke, a delete, a clear) is appended after MongoDB has it, with the
+// counters it leaves behind, and the Hub streams those events to this instance's subscribers,
+// live from Redis pub/sub and from the log where live delivery has a gap. The log lives in
+// Redis only: when it is lost, its tokens answer "too long" and devices start again from the
+// state summary, which MongoDB backs.
+//
 // The package name clashes with the standard library's; importers alias it imsync.
 package sync
