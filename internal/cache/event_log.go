@@ -38,23 +38,35 @@ end`
 
 // appendEvents appends events to one user's log and publishes each.
 // KEYS: log, events, read. ARGV: new epoch, max length, oldest time kept (ms), channel ("" for
-// none), publish command, log TTL (ms), read-state TTL (ms), then 6 values per event: JSON body (without position and counters),
-// conversation ID, and the known max seq, conversation min seq, read seq and user min seq
-// (empty max seq: the event carries no counters).
+// none), publish command, log TTL (ms), read-state TTL (ms), then 6 values per event: JSON
+// body (without position and counters), conversation ID, and the known max seq, conversation
+// min seq, read seq and user min seq (empty max seq: the event carries no counters).
 var appendEvents = redis.NewScript(openLog + `
+-- Hash fields are read once and written once per call, however many events touch them.
+local values, dirty = {}, {}
+local function get(key, field)
+  local k = key .. '\0' .. field
+  if values[k] == nil then
+    values[k] = tonumber(redis.call('HGET', key, field) or '0') or 0
+  end
+  return values[k]
+end
 local function raise(key, field, v)
-  local cur = tonumber(redis.call('HGET', key, field) or '0')
+  local cur = get(key, field)
   v = tonumber(v)
   if v ~= nil and v > cur then
-    redis.call('HSET', key, field, string.format('%d', v))
+    local k = key .. '\0' .. field
+    values[k] = v
+    dirty[k] = {key, field}
     return v
   end
   return cur
 end
+local pos = tonumber(redis.call('HGET', KEYS[1], 'pos'))
 local out = {}
 for i = 8, #ARGV, 6 do
   local body, conv = ARGV[i], ARGV[i+1]
-  local pos = redis.call('HINCRBY', KEYS[1], 'pos', 1)
+  pos = pos + 1
   local head = '{"e":"' .. epoch .. '","p":' .. string.format('%d', pos)
   if ARGV[i+2] ~= '' then
     local maxSeq = raise(KEYS[1], conv .. '|x', ARGV[i+2])
@@ -69,11 +81,17 @@ for i = 8, #ARGV, 6 do
       ',"r":' .. string.format('%d', readSeq) .. ',"n":' .. string.format('%d', unread)
   end
   local ev = head .. ',' .. string.sub(body, 2)
-  redis.call('RPUSH', KEYS[2], ev)
   if ARGV[4] ~= '' then
     redis.call(ARGV[5], ARGV[4], ev)
   end
   out[#out + 1] = ev
+end
+redis.call('HSET', KEYS[1], 'pos', string.format('%d', pos))
+for k, d in pairs(dirty) do
+  redis.call('HSET', d[1], d[2], string.format('%d', values[k]))
+end
+for i = 1, #out, 500 do
+  redis.call('RPUSH', KEYS[2], unpack(out, i, math.min(i + 499, #out)))
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
 redis.call('PEXPIRE', KEYS[2], ARGV[6])
