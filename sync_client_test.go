@@ -4,35 +4,18 @@ import (
 	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/msggate/msggate/internal/testenv"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a command writing while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Ensure `msggate sync-client -user U` mints its token from the secret, bootstraps, prints the
 // events it applies live until interrupted, then prints its replica and what it cost.
 func TestSyncClientCommand(t *testing.T) {
 	g := startGateway(t)
 	g.send("bob", "alice", "", 2)
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testenv.LogBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)

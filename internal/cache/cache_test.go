@@ -36,14 +36,7 @@ type env struct {
 // eachTopologyToStop). To make Redis lose its keys, use e.flushAll, not e.rdb.FlushAll.
 func eachTopology(t *testing.T, run func(t *testing.T, e *env)) {
 	t.Helper()
-	t.Run("single", func(t *testing.T) {
-		t.Parallel()
-		run(t, openSingle(t))
-	})
-	t.Run("cluster", func(t *testing.T) {
-		t.Parallel()
-		run(t, openSharedCluster(t))
-	})
+	onTopologies(t, run, openSharedCluster)
 }
 
 // eachTopologyToStop is eachTopology for tests that take Redis down (e.stop): each subtest
@@ -51,16 +44,25 @@ func eachTopology(t *testing.T, run func(t *testing.T, e *env)) {
 // to start.
 func eachTopologyToStop(t *testing.T, run func(t *testing.T, e *env)) {
 	t.Helper()
+	onTopologies(t, run, func(t *testing.T) *env {
+		c := testenv.RedisCluster(t)
+		e := openCluster(t, c)
+		e.stop = c.Stop
+		return e
+	})
+}
+
+// onTopologies runs run as the parallel subtests "single" and "cluster", the latter on the
+// env that cluster opens.
+func onTopologies(t *testing.T, run func(t *testing.T, e *env), cluster func(t *testing.T) *env) {
+	t.Helper()
 	t.Run("single", func(t *testing.T) {
 		t.Parallel()
 		run(t, openSingle(t))
 	})
 	t.Run("cluster", func(t *testing.T) {
 		t.Parallel()
-		c := testenv.RedisCluster(t)
-		e := openCluster(t, c)
-		e.stop = c.Stop
-		run(t, e)
+		run(t, cluster(t))
 	})
 }
 
