@@ -445,3 +445,28 @@ func TestSyncEventsAcrossInstancesOnCluster(t *testing.T) {
 		t.Fatalf("bob's READ from the other instance: %+v", ev)
 	}
 }
+
+// Ensure a subscriber survives its gateway's Redis restarting (and losing the log): the hub's
+// subscription reconnects, and the subscriber is told TOO_LONG instead of silently missing
+// what happened while Redis was away.
+func TestSyncEventsAfterRedisRestart(t *testing.T) {
+	g := startGateway(t)
+	bob := g.token("bob")
+	g.send("alice", "bob", "", 1)
+	var st syncStateResult
+	g.query(bob, syncStateQuery, nil, &st)
+	c := dialSubscription(t, g.url, bob, "graphql-transport-ws")
+	c.subscribe(&st.SyncState.Token)
+	waitFor(t, 20*time.Second, "the subscription reaches the hub", func() bool { return g.m.Hub.Subscribers() == 1 })
+
+	g.redis.Stop()
+	g.redis.Start()
+	// The first send after the restart may still find Redis coming up; a client retries.
+	waitFor(t, 30*time.Second, "a send after the restart", func() bool {
+		r := g.post(g.token("alice"), `mutation { sendMessage(input: {recvID: "bob", contentType: 101, content: "back"}) { seq } }`, nil)
+		return len(r.Errors) == 0
+	})
+	if ev := c.nextEvent(); ev.Type != "TOO_LONG" {
+		t.Fatalf("after Redis lost the log the subscriber got %+v, want TOO_LONG", ev)
+	}
+}
