@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/graph/model"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/im"
@@ -468,5 +469,50 @@ func TestSyncEventsAfterRedisRestart(t *testing.T) {
 	})
 	if ev := c.nextEvent(); ev.Type != "TOO_LONG" {
 		t.Fatalf("after Redis lost the log the subscriber got %+v, want TOO_LONG", ev)
+	}
+}
+
+// Ensure what a client controls over a WebSocket is bounded as over HTTP: subscriptions per
+// connection, and operations by the user's rate limit.
+func TestWebSocketLimits(t *testing.T) {
+	cfg := testConfig(testenv.Redis(t), testenv.Mongo(t))
+	cfg.RateLimit, cfg.RateBurst = 0.001, 12
+	url := serveMain(t, mustOpen(t, cfg, testLogger(t)))
+	tok, err := auth.Issue([]byte(cfg.JWTSecret), "bob", false, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dialSubscription(t, url, tok, "graphql-transport-ws")
+	query := `subscription { syncEvents { type } }`
+	for i := 1; i <= graph.MaxSubscriptionsPerConnection+1; i++ {
+		c.write(map[string]any{"id": fmt.Sprint(i), "type": "subscribe", "payload": map[string]any{"query": query}})
+	}
+	// gqlgen starts the subscriptions concurrently, so which one is refused varies; exactly one
+	// is, and it ends.
+	m := c.read()
+	if !strings.Contains(fmt.Sprint(m["payload"]), "LIMIT_EXCEEDED") || !strings.Contains(fmt.Sprint(m["payload"]), "subscriptions") {
+		t.Fatalf("%d subscriptions on one connection: %v, want a LIMIT_EXCEEDED error", graph.MaxSubscriptionsPerConnection+1, m)
+	}
+	if done := c.read(); done["type"] != "complete" || done["id"] != m["id"] {
+		t.Fatalf("after the refusal: %v, want its complete", done)
+	}
+	// The bucket holds 12 tokens: 8 went to the subscriptions above, 1 to the refused one.
+	var codes []string
+	for i := 0; i < 4; i++ {
+		id := fmt.Sprintf("q%d", i)
+		c.write(map[string]any{"id": id, "type": "subscribe", "payload": map[string]any{"query": `{ viewer { userID } }`}})
+		m := c.read()
+		codes = append(codes, fmt.Sprint(m["type"]))
+		if m["type"] == "next" && strings.Contains(fmt.Sprint(m["payload"]), "LIMIT_EXCEEDED") {
+			codes[len(codes)-1] = "limited"
+		}
+		if m["type"] == "next" {
+			if done := c.read(); done["type"] != "complete" {
+				t.Fatalf("after the answer to %s: %v", id, done)
+			}
+		}
+	}
+	if strings.Join(codes, " ") != "next next next limited" {
+		t.Errorf("queries over the WebSocket: %v, want three answers and then the rate limit", codes)
 	}
 }

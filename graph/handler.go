@@ -79,7 +79,7 @@ func NewHandler(r *Resolver, o HandlerOptions) http.Handler {
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
 	srv.AddTransport(websocketTransport(r, o))
-	srv.AroundOperations(freshLoaders)
+	srv.AroundOperations(connectionOperations)
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(persistedQueries(o.PersistedQueries))
 	if o.MaxTokens > 0 {

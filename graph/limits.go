@@ -32,13 +32,14 @@ const (
 
 // The names in extensions.limit of a LIMIT_EXCEEDED error, saying which limit refused it.
 const (
-	limitBodySize   = "bodySize"
-	limitTokens     = "tokens"
-	limitDepth      = "depth"
-	limitAliases    = "aliases"
-	limitComplexity = "complexity"
-	limitRate       = "rate"
-	limitTimeout    = "timeout"
+	limitBodySize      = "bodySize"
+	limitTokens        = "tokens"
+	limitDepth         = "depth"
+	limitAliases       = "aliases"
+	limitComplexity    = "complexity"
+	limitRate          = "rate"
+	limitTimeout       = "timeout"
+	limitSubscriptions = "subscriptions"
 )
 
 // limitError is the error of a request refused by one of the limits.

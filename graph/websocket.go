@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	gosync "sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/msggate/msggate/graph/model"
 	"github.com/msggate/msggate/internal/auth"
@@ -82,27 +84,42 @@ func initToken(p transport.InitPayload) string {
 type connLoadersKey struct{}
 
 type connLoaders struct {
-	r       *Resolver
-	o       LoaderOptions
-	viewer  string
-	timeout time.Duration
+	r      *Resolver
+	o      HandlerOptions
+	viewer string
 }
 
 func withConnectionLoaders(ctx context.Context, r *Resolver, o HandlerOptions, v auth.Viewer) context.Context {
-	return context.WithValue(ctx, connLoadersKey{}, connLoaders{r: r, o: o.Loaders, viewer: v.UserID, timeout: o.RequestTimeout})
+	return context.WithValue(ctx, connLoadersKey{}, connLoaders{r: r, o: o, viewer: v.UserID})
 }
 
-// freshLoaders gives each operation on a WebSocket connection its own loaders and deadline
-// (subscriptions ignore the deadline: see timeLimit).
-func freshLoaders(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-	if c, ok := ctx.Value(connLoadersKey{}).(connLoaders); ok {
-		ctx = context.WithValue(ctx, loadersKey{}, NewLoaders(c.r.Reader, c.r.Ledger, c.viewer, c.o))
-		if c.timeout > 0 {
-			ctx = context.WithValue(ctx, deadlineKey{}, time.Now().Add(c.timeout))
+// connectionOperations gives each operation on a WebSocket connection what an HTTP request
+// gets from the middleware: its own loaders, a deadline (subscriptions ignore it: see
+// timeLimit), and a token from the user's rate-limit bucket.
+func connectionOperations(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	c, ok := ctx.Value(connLoadersKey{}).(connLoaders)
+	if !ok {
+		return next(ctx)
+	}
+	ctx = context.WithValue(ctx, loadersKey{}, NewLoaders(c.r.Reader, c.r.Ledger, c.viewer, c.o.Loaders))
+	if c.o.RequestTimeout > 0 {
+		ctx = context.WithValue(ctx, deadlineKey{}, time.Now().Add(c.o.RequestTimeout))
+	}
+	if lim := c.o.RateLimiter; lim != nil && c.o.RateLimit > 0 && c.o.RateBurst > 0 {
+		// As over HTTP, a limiter that cannot answer lets the operation through.
+		if ok, retry, err := lim.TakeToken(ctx, c.viewer, c.o.RateLimit, c.o.RateBurst); err == nil && !ok {
+			gerr := limitError(limitRate, "too many requests: at most %s a second, %d at once; retry in %v",
+				strconv.FormatFloat(c.o.RateLimit, 'f', -1, 64), c.o.RateBurst, retry)
+			gerr.Extensions["retryAfterMs"] = retry.Milliseconds()
+			return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{gerr}})
 		}
 	}
 	return next(ctx)
 }
+
+// MaxSubscriptionsPerConnection bounds the syncEvents subscriptions one WebSocket connection
+// may hold open: each holds a goroutine and a buffer, and one per device is what is needed.
+const MaxSubscriptionsPerConnection = 8
 
 // closableImplementation accepts WebSocket connections like its inner implementation and
 // records each in its request's context, so that a subscription can close its connection
@@ -121,10 +138,32 @@ func (c closableImplementation) Accept(w http.ResponseWriter, r *http.Request, o
 
 type connHolderKey struct{}
 
-// connHolder keeps one WebSocket connection for whoever must close it.
+// connHolder keeps one WebSocket connection for whoever must close it, and counts its open
+// subscriptions.
 type connHolder struct {
-	mu   gosync.Mutex
-	conn transport.WebsocketConn
+	mu            gosync.Mutex
+	conn          transport.WebsocketConn
+	subscriptions int
+}
+
+// openSubscription counts one more subscription on the connection of ctx, unless it holds
+// the most it may; release undoes it.
+func openSubscription(ctx context.Context) (release func(), err error) {
+	h, ok := ctx.Value(connHolderKey{}).(*connHolder)
+	if !ok {
+		return func() {}, nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.subscriptions >= MaxSubscriptionsPerConnection {
+		return nil, limitError(limitSubscriptions, "a connection holds at most %d subscriptions", MaxSubscriptionsPerConnection)
+	}
+	h.subscriptions++
+	return func() {
+		h.mu.Lock()
+		h.subscriptions--
+		h.mu.Unlock()
+	}, nil
 }
 
 func (h *connHolder) set(c transport.WebsocketConn) {
@@ -190,13 +229,19 @@ func (r *Resolver) syncEvents(ctx context.Context, since *string) (<-chan *model
 	if r.Hub == nil {
 		return nil, im.Errorf(im.EUNAVAILABLE, "subscriptions are not enabled on this gateway")
 	}
+	release, err := openSubscription(ctx)
+	if err != nil {
+		return nil, err
+	}
 	sub, err := r.Hub.Subscribe(ctx, viewer.UserID)
 	if err != nil {
+		release()
 		return nil, err
 	}
 	out := make(chan *model.SyncEvent)
 	go func() {
 		defer close(out)
+		defer release()
 		defer sub.Close()
 		err := sub.Run(tok, func(ctx context.Context, ev im.Event) error {
 			select {
