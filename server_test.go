@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -162,16 +161,6 @@ func (g *gateway) send(sender, recvID, groupID string, n int) {
 	if _, err := g.m.Ingest.Ingest(context.Background(), msgs); err != nil {
 		g.t.Fatal(err)
 	}
-}
-
-// freeAddr returns a loopback address nobody listens on.
-func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // testLogger sends the gateway's logs to the test log, shown only when a test fails (or -v).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 
+	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/im"
 )
@@ -16,15 +17,26 @@ const MaxConversationsPerUser = 10000
 // UserConversations returns userID's conversations that hold messages, with their state,
 // newest activity first (ties by conversation ID): one MongoDB query for the list, then States.
 func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]State, error) {
+	states, _, err := l.userConversations(ctx, userID, false)
+	return states, err
+}
+
+// userConversations lists userID's conversations with their states, by activity; withHead
+// also reads the user's event log head in the same Redis round trip as the states.
+func (l *Ledger) userConversations(ctx context.Context, userID string, withHead bool) ([]State, im.SyncToken, error) {
 	ids, err := l.store.FindUserConversations(ctx, userID, MaxConversationsPerUser)
 	if err != nil {
-		return nil, err
+		return nil, im.SyncToken{}, err
 	}
-	all, err := l.States(ctx, userID, ids)
+	states, heads, err := l.statesMany(ctx, []cache.StateQuery{{UserID: userID, ConversationIDs: ids}}, withHead)
 	if err != nil {
-		return nil, err
+		return nil, im.SyncToken{}, err
 	}
-	return byActivity(all), nil
+	var head im.SyncToken
+	if withHead {
+		head = heads[0]
+	}
+	return byActivity(states[0]), head, nil
 }
 
 // byActivity keeps the conversations that hold messages, newest activity first (ties by

@@ -188,13 +188,9 @@ type Summary struct {
 // seq and read state, before it, so replaying the events after the token from the summary
 // loses nothing.
 func (l *Ledger) Summary(ctx context.Context, userID string) (Summary, error) {
-	ids, err := l.store.FindUserConversations(ctx, userID, MaxConversationsPerUser)
+	states, head, err := l.userConversations(ctx, userID, true)
 	if err != nil {
 		return Summary{}, err
 	}
-	states, heads, err := l.statesMany(ctx, []cache.StateQuery{{UserID: userID, ConversationIDs: ids}}, true)
-	if err != nil {
-		return Summary{}, err
-	}
-	return Summary{Token: heads[0], Conversations: byActivity(states[0])}, nil
+	return Summary{Token: head, Conversations: states}, nil
 }
