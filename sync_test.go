@@ -243,6 +243,9 @@ func TestSyncEventsAcrossInstances(t *testing.T) {
 			t.Fatalf("replayed event %d: %+v", want, ev)
 		}
 	}
+	if n := g.scrapeMetrics()["msggate_sync_subscribers"]; n != 1 {
+		t.Errorf("msggate_sync_subscribers is %v with one subscription open", n)
+	}
 	other.send("alice", "bob", "", 1) // live, through the other instance
 	if ev := c.nextEvent(); ev.Type != "NEW_MESSAGE" || *ev.Seq != 3 || ev.Position != 3 || *ev.UnreadCount != 3 {
 		t.Fatalf("live event: %+v", ev)
