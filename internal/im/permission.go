@@ -1,12 +1,5 @@
 package im
 
-// Group member roles, as OpenIM numbers them.
-const (
-	RoleMember int32 = 20
-	RoleAdmin  int32 = 60
-	RoleOwner  int32 = 100
-)
-
 // IsGroupManager reports whether a role may act on other members' messages.
 func IsGroupManager(role int32) bool { return role == RoleOwner || role == RoleAdmin }
 
