@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/im"
 )
 
@@ -46,7 +45,7 @@ func groupCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer m.Close()
-	members, err := parseMembers(id, list)
+	members, err := parseMembers(list)
 	if err != nil {
 		return err
 	}
@@ -57,32 +56,12 @@ func groupCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return nil
 }
 
-func parseMembers(groupID, list string) ([]chunkstore.GroupMember, error) {
-	if err := im.ValidateID("group ID (-id)", groupID); err != nil {
-		return nil, err
-	}
+// parseMembers reads the -members flag; the ledger checks the list with the group ID.
+func parseMembers(list string) ([]im.GroupMember, error) {
 	if strings.TrimSpace(list) == "" {
 		return nil, errors.New("-members is required")
 	}
-	roles := map[string]int32{"": im.RoleMember, "member": im.RoleMember, "admin": im.RoleAdmin, "owner": im.RoleOwner}
-	var out []chunkstore.GroupMember
-	seen := map[string]bool{}
-	for _, item := range strings.Split(list, ",") {
-		user, role, _ := strings.Cut(strings.TrimSpace(item), ":")
-		r, ok := roles[strings.ToLower(role)]
-		if !ok {
-			return nil, fmt.Errorf("member %q: role must be owner, admin or member", item)
-		}
-		if err := im.ValidateID("member", user); err != nil {
-			return nil, err
-		}
-		if seen[user] {
-			return nil, fmt.Errorf("member %q is listed twice", user)
-		}
-		seen[user] = true
-		out = append(out, chunkstore.GroupMember{GroupID: groupID, UserID: user, Role: r})
-	}
-	return out, nil
+	return im.ParseGroupMembers(list)
 }
 
 // seedCommand: msggate seed

@@ -6,7 +6,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/ingest"
 )
@@ -33,11 +32,11 @@ var demoLines = []string{
 // seedDemo stores the demo data set through the ingest path. progress receives one line per
 // step.
 func seedDemo(ctx context.Context, m *Main, progress io.Writer) error {
-	members := []chunkstore.GroupMember{
-		{GroupID: demoGroup, UserID: "alice", Role: im.RoleOwner},
-		{GroupID: demoGroup, UserID: "bob", Role: im.RoleAdmin},
-		{GroupID: demoGroup, UserID: "carol", Role: im.RoleMember},
-		{GroupID: demoGroup, UserID: "dave", Role: im.RoleMember},
+	members := []im.GroupMember{
+		{UserID: "alice", Role: im.RoleOwner},
+		{UserID: "bob", Role: im.RoleAdmin},
+		{UserID: "carol", Role: im.RoleMember},
+		{UserID: "dave", Role: im.RoleMember},
 	}
 	if err := m.Ledger.SetGroup(ctx, demoGroup, members); err != nil {
 		return err

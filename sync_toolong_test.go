@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/im"
 	imsync "github.com/msggate/msggate/internal/sync"
 	"github.com/msggate/msggate/internal/testenv"
@@ -58,7 +57,7 @@ func noteToSelf(t *testing.T, g *gateway, user string) func(n int) {
 	t.Helper()
 	ctx := context.Background()
 	group := user + "-notes"
-	if err := g.m.Ledger.SetGroup(ctx, group, []chunkstore.GroupMember{{GroupID: group, UserID: user, Role: im.RoleOwner}}); err != nil {
+	if err := g.m.Ledger.SetGroup(ctx, group, []im.GroupMember{{UserID: user, Role: im.RoleOwner}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := g.m.Ingest.Ingest(ctx, []*im.Message{{SendID: user, GroupID: group, ContentType: 101, Content: "note to self"}})

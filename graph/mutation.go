@@ -6,13 +6,9 @@ import (
 
 	"github.com/msggate/msggate/graph/model"
 	"github.com/msggate/msggate/internal/auth"
-	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/ingest"
 )
-
-// MaxGroupMembers bounds the member list of one upsertGroup.
-const MaxGroupMembers = 5000
 
 // actorIn authorizes the viewer for a conversation and returns them with their group role.
 func (r *Resolver) actorIn(ctx context.Context, conversationID string) (ingest.Actor, im.Conversation, error) {
@@ -87,7 +83,7 @@ var roleOf = map[model.GroupRole]int32{
 	model.GroupRoleMember: im.RoleMember,
 }
 
-// upsertGroup answers Mutation.upsertGroup (admin tokens only).
+// upsertGroup answers Mutation.upsertGroup (admin tokens only). The ledger checks the list.
 func (r *Resolver) upsertGroup(ctx context.Context, groupID string, members []*model.GroupMemberInput) (*model.Group, error) {
 	viewer, err := auth.ViewerFrom(ctx)
 	if err != nil {
@@ -96,28 +92,14 @@ func (r *Resolver) upsertGroup(ctx context.Context, groupID string, members []*m
 	if !viewer.Admin {
 		return nil, im.Errorf(im.EFORBIDDEN, "managing groups needs an admin token")
 	}
-	if err := im.ValidateID("group ID", groupID); err != nil {
-		return nil, err
-	}
-	if len(members) > MaxGroupMembers {
-		return nil, im.Errorf(im.ELIMIT, "a group has at most %d members", MaxGroupMembers)
-	}
 	out := &model.Group{ID: groupID, Members: make([]*model.GroupMember, 0, len(members))}
-	list := make([]chunkstore.GroupMember, 0, len(members))
-	seen := map[string]bool{}
+	list := make([]im.GroupMember, 0, len(members))
 	for _, m := range members {
-		if err := im.ValidateID("member user ID", m.UserID); err != nil {
-			return nil, err
-		}
-		if seen[m.UserID] {
-			return nil, im.Errorf(im.EINVALID, "%s is listed twice", m.UserID)
-		}
-		seen[m.UserID] = true
 		role := model.GroupRoleMember
 		if m.Role != nil {
 			role = *m.Role
 		}
-		list = append(list, chunkstore.GroupMember{GroupID: groupID, UserID: m.UserID, Role: roleOf[role]})
+		list = append(list, im.GroupMember{UserID: m.UserID, Role: roleOf[role]})
 		out.Members = append(out.Members, &model.GroupMember{UserID: m.UserID, Role: role})
 	}
 	if err := r.Ledger.SetGroup(ctx, groupID, list); err != nil {

@@ -73,8 +73,12 @@ func (l *Ledger) Role(ctx context.Context, userID string, conv im.Conversation) 
 
 // SetGroup makes members the group's member list and keeps its members' conversation lists in
 // step: added members get the group's chat and notification conversations, removed members
-// lose them (and with them, access).
-func (l *Ledger) SetGroup(ctx context.Context, groupID string, members []chunkstore.GroupMember) error {
+// lose them (and with them, access). The list is checked first (im.ValidateGroup); a refused
+// list changes nothing.
+func (l *Ledger) SetGroup(ctx context.Context, groupID string, members []im.GroupMember) error {
+	if err := im.ValidateGroup(groupID, members); err != nil {
+		return err
+	}
 	chat, err := im.GroupConversationID(groupID)
 	if err != nil {
 		return err
@@ -86,7 +90,9 @@ func (l *Ledger) SetGroup(ctx context.Context, groupID string, members []chunkst
 	}
 	keep := map[string]bool{}
 	var entries []chunkstore.UserConversation
-	for _, m := range members {
+	stored := make([]chunkstore.GroupMember, len(members))
+	for i, m := range members {
+		stored[i] = chunkstore.GroupMember{GroupID: groupID, UserID: m.UserID, Role: m.Role}
 		keep[m.UserID] = true
 		entries = append(entries,
 			chunkstore.UserConversation{UserID: m.UserID, ConversationID: chat},
@@ -105,7 +111,7 @@ func (l *Ledger) SetGroup(ctx context.Context, groupID string, members []chunkst
 			return err
 		}
 	}
-	if err := l.store.SetGroupMembers(ctx, groupID, members); err != nil {
+	if err := l.store.SetGroupMembers(ctx, groupID, stored); err != nil {
 		return err
 	}
 	if err := l.store.AddUserConversations(ctx, entries); err != nil {
