@@ -161,21 +161,11 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 			return err
 		}
 	}
-	maxSeqs := map[string]chunkstore.StoredMax{}
-	reads := map[chunkstore.UserSeqKey]int64{}
-	for _, p := range stored {
-		m := maxSeqs[p.conv]
-		m.Seq, m.Time = max(m.Seq, p.msg.Seq), max(m.Time, p.msg.SendTime)
-		maxSeqs[p.conv] = m
-		k := chunkstore.UserSeqKey{ConversationID: p.conv, UserID: p.msg.SendID}
-		if p.msg.Seq > reads[k] {
-			reads[k] = p.msg.Seq
-		}
-	}
-	if err := in.store.AddUserConversations(ctx, listEntries(maxSeqs)); err != nil {
+	msgs := storedMessages(stored)
+	if err := in.store.AddUserConversations(ctx, listEntries(msgs)); err != nil {
 		return err
 	}
-	if err := in.ledger.RecordStored(ctx, maxSeqs, reads); err != nil {
+	if err := in.ledger.RecordStored(ctx, msgs); err != nil {
 		return err
 	}
 	// Readers must not keep serving the chunks as they were. If this fails the caller gets an
@@ -184,11 +174,12 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 		return err
 	}
 	// Devices learn of the messages only now, when a read finds them.
-	return in.ledger.AnnounceMessages(ctx, announcements(stored))
+	return in.ledger.AnnounceMessages(ctx, msgs)
 }
 
-// announcements lists the stored messages once each, in seq order per conversation.
-func announcements(stored []*placement) []imsync.StoredMessage {
+// storedMessages lists the stored messages once each (copies of one message within a batch
+// share its seq), in seq order per conversation.
+func storedMessages(stored []*placement) []imsync.StoredMessage {
 	type convSeq struct {
 		conv string
 		seq  int64
@@ -358,17 +349,22 @@ func uniqueBySeq(ps []*placement) []*placement {
 }
 
 // listEntries puts single chats on both members' conversation lists and notification
-// conversations on their owner's. Groups' lists are kept by their member list (see
-// imsync.Ledger.SetGroup), so a send to a group writes no per-member entry.
-func listEntries(convs map[string]chunkstore.StoredMax) []chunkstore.UserConversation {
+// conversations on their owner's, once per conversation. Groups' lists are kept by their member
+// list (see imsync.Ledger.SetGroup), so a send to a group writes no per-member entry.
+func listEntries(msgs []imsync.StoredMessage) []chunkstore.UserConversation {
 	var out []chunkstore.UserConversation
-	for id := range convs {
-		c, err := im.ParseConversationID(id)
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		if seen[m.ConversationID] {
+			continue
+		}
+		seen[m.ConversationID] = true
+		c, err := im.ParseConversationID(m.ConversationID)
 		if err != nil || (c.Kind != im.SingleChat && c.Kind != im.UserNotification) {
 			continue
 		}
 		for _, u := range c.UserIDs {
-			out = append(out, chunkstore.UserConversation{UserID: u, ConversationID: id})
+			out = append(out, chunkstore.UserConversation{UserID: u, ConversationID: m.ConversationID})
 		}
 	}
 	return out

@@ -60,7 +60,7 @@ func (e *env) write(t *testing.T, conv string, from, to, sendTime int64) {
 	if _, err := e.store.WriteMessages(e.ctx, conv, msgs); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.ledger.RecordStored(e.ctx, map[string]chunkstore.StoredMax{conv: {Seq: to, Time: sendTime}}, nil); err != nil {
+	if err := e.ledger.RecordStored(e.ctx, []imsync.StoredMessage{{ConversationID: conv, Seq: to, SendID: "alice", SendTime: sendTime}}); err != nil {
 		t.Fatal(err)
 	}
 }

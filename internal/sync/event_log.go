@@ -33,7 +33,7 @@ func (l *Ledger) Members(ctx context.Context, conv im.Conversation) ([]string, e
 	return nil, im.Errorf(im.EINTERNAL, "conversation %s has no known kind", conv.ID)
 }
 
-// StoredMessage names one message that was just stored.
+// StoredMessage names one message that was just stored (see RecordStored, AnnounceMessages).
 type StoredMessage struct {
 	ConversationID string
 	Seq            int64

@@ -200,10 +200,19 @@ func (l *Ledger) statesMany(ctx context.Context, queries []cache.StateQuery, wit
 	return out, cached.Heads, nil
 }
 
-// RecordStored records what a write stored: the highest stored seq per conversation and the
-// senders' read seqs (a sender has read their own message). MongoDB first, then the cache; the
-// write is acknowledged only after this returns.
-func (l *Ledger) RecordStored(ctx context.Context, stored map[string]chunkstore.StoredMax, senderReads map[chunkstore.UserSeqKey]int64) error {
+// RecordStored records what a write stored: each conversation's highest stored seq and newest
+// send time, and each sender's read seq (a sender has read their own message). MongoDB first,
+// then the cache; the write is acknowledged only after this returns.
+func (l *Ledger) RecordStored(ctx context.Context, msgs []StoredMessage) error {
+	stored := map[string]chunkstore.StoredMax{}
+	senderReads := map[chunkstore.UserSeqKey]int64{}
+	for _, m := range msgs {
+		s := stored[m.ConversationID]
+		s.Seq, s.Time = max(s.Seq, m.Seq), max(s.Time, m.SendTime)
+		stored[m.ConversationID] = s
+		k := chunkstore.UserSeqKey{ConversationID: m.ConversationID, UserID: m.SendID}
+		senderReads[k] = max(senderReads[k], m.Seq)
+	}
 	if err := l.store.RaiseMaxSeqs(ctx, stored); err != nil {
 		return err
 	}
