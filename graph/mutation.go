@@ -62,14 +62,7 @@ func (r *Resolver) clearConversation(ctx context.Context, conversationID string,
 	if err != nil {
 		return nil, err
 	}
-	clear := r.Ledger.ClearForUser
-	if forEveryone != nil && *forEveryone {
-		if !im.CanClearForEveryone(conv.Kind, actor.Role) {
-			return nil, im.Errorf(im.EFORBIDDEN, "only a group's owner or an admin may clear its history for everyone")
-		}
-		clear = r.Ledger.ClearForEveryone
-	}
-	st, err := clear(ctx, actor.UserID, conv.ID)
+	st, err := r.Ingester.Clear(ctx, actor, conv, forEveryone != nil && *forEveryone)
 	if err != nil {
 		return nil, err
 	}

@@ -6,14 +6,14 @@ import (
 	"github.com/msggate/msggate/graph/model"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/ingest"
 )
 
-// messageFromInput builds the message the viewer sends. Options map to OpenIM's option keys;
-// an omitted option keeps its default (true), so an input without options is a stored chat
-// message.
-func messageFromInput(viewer auth.Viewer, in model.SendMessageInput) (*im.Message, error) {
+// messageFromInput builds the message the viewer sends (the sender is set by ingest.Send).
+// Options map to OpenIM's option keys; an omitted option keeps its default (true), so an input
+// without options is a stored chat message.
+func messageFromInput(in model.SendMessageInput) (*im.Message, error) {
 	m := &im.Message{
-		SendID:       viewer.UserID,
 		ContentType:  int32(in.ContentType),
 		Content:      in.Content,
 		AtUserIDList: in.AtUserIDs,
@@ -53,36 +53,25 @@ func messageFromInput(viewer auth.Viewer, in model.SendMessageInput) (*im.Messag
 	return m, nil
 }
 
-// sendMessage answers Mutation.sendMessage. Chat messages need membership of the target
-// conversation (single chats are open to any two users); notifications are system messages
-// and need an admin token.
+// sendMessage answers Mutation.sendMessage. Who may send what is ingest's to decide; the
+// boundary supplies its membership check of the chat conversation.
 func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (*model.Message, error) {
 	viewer, err := auth.ViewerFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	m, err := messageFromInput(viewer, in)
+	m, err := messageFromInput(in)
 	if err != nil {
 		return nil, err
 	}
-	if err := im.ValidateForSend(m); err != nil {
-		return nil, err
+	member := func(ctx context.Context, conversationID string) error {
+		_, _, err := authorize(ctx, conversationID)
+		return err
 	}
-	if !im.IsNotNotification(m) && !viewer.Admin {
-		return nil, im.Errorf(im.EFORBIDDEN, "only an admin may send notifications")
-	}
-	conv, err := im.ChatConversationID(m)
+	p, err := r.Ingester.Send(ctx, ingest.Sender{UserID: viewer.UserID, Admin: viewer.Admin}, m, member)
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := authorize(ctx, conv); err != nil {
-		return nil, err
-	}
-	results, err := r.Ingester.Ingest(ctx, []*im.Message{m})
-	if err != nil {
-		return nil, err
-	}
-	p := results[0].Placements[0]
 	return messageOf(im.MessageView{ConversationID: p.ConversationID, Seq: p.Seq, Status: im.StatusOK, Message: p.Message}), nil
 }
 

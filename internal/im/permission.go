@@ -25,3 +25,8 @@ func CanClearForEveryone(kind ConversationKind, actorRole int32) bool {
 	}
 	return false
 }
+
+// CanSend decides whether a sender may send m: anyone may send a chat message (to a
+// conversation they belong to, which is checked apart); a notification is a system message,
+// and only an admin may send one.
+func CanSend(m *Message, admin bool) bool { return admin || IsNotNotification(m) }
