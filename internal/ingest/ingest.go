@@ -2,9 +2,6 @@ package ingest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"sort"
 	"time"
 
 	"github.com/msggate/msggate/internal/cache"
@@ -57,15 +54,6 @@ type Result struct {
 	Placements []Placed
 }
 
-// placement is one stored message on its way through Ingest.
-type placement struct {
-	result, index int // position in the results
-	conv          string
-	msg           *im.Message
-	dedup         bool // the client gave a message ID: remember its seq
-	retry         bool // seq came from an earlier send of the same message
-}
-
 // maxRounds bounds how often a message whose seq was found taken gets a new one.
 const maxRounds = 4
 
@@ -77,26 +65,9 @@ func (in *Ingester) Ingest(ctx context.Context, msgs []*im.Message) ([]Result, e
 	if len(msgs) > in.opts.MaxBatch {
 		return nil, im.Errorf(im.ELIMIT, "a batch holds at most %d messages, got %d", in.opts.MaxBatch, len(msgs))
 	}
-	results := make([]Result, len(msgs))
-	var stored []*placement
-	now := in.opts.Now().UnixMilli()
-	for i, m := range msgs {
-		if err := im.ValidateForSend(m); err != nil {
-			return nil, err
-		}
-		places, err := im.Categorise(m)
-		if err != nil {
-			return nil, err
-		}
-		for j, p := range places {
-			msg := *p.Message
-			dedup := msg.ClientMsgID != ""
-			prepare(&msg, p.ConversationID, now)
-			results[i].Placements = append(results[i].Placements, Placed{ConversationID: p.ConversationID, Message: &msg})
-			if p.Stored {
-				stored = append(stored, &placement{result: i, index: j, conv: p.ConversationID, msg: &msg, dedup: dedup})
-			}
-		}
+	results, stored, err := plan(msgs, in.opts.Now().UnixMilli())
+	if err != nil {
+		return nil, err
 	}
 	if len(stored) == 0 {
 		return results, nil
@@ -109,35 +80,6 @@ func (in *Ingester) Ingest(ctx context.Context, msgs []*im.Message) ([]Result, e
 		pl.Seq, pl.Message, pl.Duplicate = p.msg.Seq, p.msg, p.retry
 	}
 	return results, nil
-}
-
-// prepare stamps what the server owns on a message: its IDs, times, status and session type.
-func prepare(m *im.Message, conv string, now int64) {
-	m.ServerMsgID = newID()
-	if m.ClientMsgID == "" {
-		m.ClientMsgID = newID()
-	}
-	if m.SendTime == 0 {
-		m.SendTime = now
-	}
-	m.CreateTime = now
-	m.Status = im.StatusSent
-	m.Seq = 0
-	c, _ := im.ParseConversationID(conv)
-	switch c.Kind {
-	case im.SingleChat:
-		m.SessionType = im.SessionSingle
-	case im.GroupChat:
-		m.SessionType = im.SessionGroup
-	default:
-		m.SessionType = im.SessionNotification
-	}
-}
-
-func newID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) error {
@@ -177,49 +119,10 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 	return in.ledger.AnnounceMessages(ctx, msgs)
 }
 
-// storedMessages lists the stored messages once each (copies of one message within a batch
-// share its seq), in seq order per conversation.
-func storedMessages(stored []*placement) []imsync.StoredMessage {
-	type convSeq struct {
-		conv string
-		seq  int64
-	}
-	seen := map[convSeq]bool{}
-	var out []imsync.StoredMessage
-	for _, p := range stored {
-		k := convSeq{p.conv, p.msg.Seq}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		out = append(out, imsync.StoredMessage{ConversationID: p.conv, Seq: p.msg.Seq, SendID: p.msg.SendID, SendTime: p.msg.SendTime})
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].ConversationID != out[j].ConversationID {
-			return out[i].ConversationID < out[j].ConversationID
-		}
-		return out[i].Seq < out[j].Seq
-	})
-	return out
-}
-
 // findRetries gives placements whose client message ID was seen before their earlier seq, and
 // marks later copies of the same message within the batch as retries of the first.
 func (in *Ingester) findRetries(ctx context.Context, stored []*placement) error {
-	var keys []chunkstore.ClientMsgKey
-	first := map[chunkstore.ClientMsgKey]*placement{}
-	for _, p := range stored {
-		if !p.dedup {
-			continue
-		}
-		k := chunkstore.ClientMsgKey{ConversationID: p.conv, ClientMsgID: p.msg.ClientMsgID}
-		if f, ok := first[k]; ok {
-			p.retry, p.msg = true, f.msg
-			continue
-		}
-		first[k] = p
-		keys = append(keys, k)
-	}
+	first, keys := batchCopies(stored)
 	seqs, err := in.store.FindClientMsgSeqs(ctx, keys)
 	if err != nil {
 		return err
@@ -235,30 +138,16 @@ func (in *Ingester) findRetries(ctx context.Context, stored []*placement) error 
 // in input order, and claims the client message IDs. moved is true in later rounds, when the
 // pending placements lost their seqs to other messages and their claims must follow.
 func (in *Ingester) allocate(ctx context.Context, pending []*placement, moved bool) error {
-	byConv := map[string][]*placement{}
-	var convs []string
-	seen := map[*im.Message]bool{} // copies of one message within a batch share it
-	for _, p := range pending {
-		if p.msg.Seq != 0 || seen[p.msg] {
-			continue
-		}
-		seen[p.msg] = true
-		if _, ok := byConv[p.conv]; !ok {
-			convs = append(convs, p.conv)
-		}
-		byConv[p.conv] = append(byConv[p.conv], p)
-	}
 	claims := map[chunkstore.ClientMsgKey]int64{}
-	for _, conv := range convs {
-		ps := byConv[conv]
-		first, err := in.ledger.Allocate(ctx, conv, int64(len(ps)))
+	for _, b := range needingSeqs(pending) {
+		first, err := in.ledger.Allocate(ctx, b.conv, int64(len(b.ps)))
 		if err != nil {
 			return err
 		}
-		for i, p := range ps {
+		for i, p := range b.ps {
 			p.msg.Seq = first + int64(i)
 			if p.dedup {
-				k := chunkstore.ClientMsgKey{ConversationID: conv, ClientMsgID: p.msg.ClientMsgID}
+				k := chunkstore.ClientMsgKey{ConversationID: b.conv, ClientMsgID: p.msg.ClientMsgID}
 				if moved {
 					if err := in.store.MoveClientMsgSeq(ctx, k, p.msg.Seq); err != nil {
 						return err
@@ -286,27 +175,10 @@ func (in *Ingester) allocate(ctx context.Context, pending []*placement, moved bo
 // write writes the pending placements, one WriteMessages call per conversation, and returns
 // those whose seq turned out to be taken (their seq reset to 0) and the chunks it touched.
 func (in *Ingester) write(ctx context.Context, pending []*placement) ([]*placement, []string, error) {
-	byConv := map[string][]*placement{}
-	var convs []string
-	for _, p := range pending {
-		if _, ok := byConv[p.conv]; !ok {
-			convs = append(convs, p.conv)
-		}
-		byConv[p.conv] = append(byConv[p.conv], p)
-	}
 	var again []*placement
 	var touched []string
-	for _, conv := range convs {
-		// Retries were probably stored by their first attempt: their chunks are read before
-		// anything is written.
-		var fresh, retries []*placement
-		for _, p := range uniqueBySeq(byConv[conv]) {
-			if p.retry {
-				retries = append(retries, p)
-			} else {
-				fresh = append(fresh, p)
-			}
-		}
+	for _, b := range byConversation(pending) {
+		fresh, retries := splitRetries(b.ps)
 		for _, part := range []struct {
 			ps    []*placement
 			write func(context.Context, string, []*im.Message) ([]chunkstore.SlotOutcome, error)
@@ -317,9 +189,9 @@ func (in *Ingester) write(ctx context.Context, pending []*placement) ([]*placeme
 			msgs := make([]*im.Message, len(part.ps))
 			for i, p := range part.ps {
 				msgs[i] = p.msg
-				touched = append(touched, im.DocID(conv, p.msg.Seq))
+				touched = append(touched, im.DocID(b.conv, p.msg.Seq))
 			}
-			outcomes, err := part.write(ctx, conv, msgs)
+			outcomes, err := part.write(ctx, b.conv, msgs)
 			if err != nil {
 				return nil, touched, err
 			}
@@ -332,51 +204,4 @@ func (in *Ingester) write(ctx context.Context, pending []*placement) ([]*placeme
 		}
 	}
 	return again, touched, nil
-}
-
-// uniqueBySeq drops placements that share a message (and so a seq) with an earlier one: copies
-// of one message within a batch are written once.
-func uniqueBySeq(ps []*placement) []*placement {
-	seen := map[int64]bool{}
-	out := ps[:0:0]
-	for _, p := range ps {
-		if !seen[p.msg.Seq] {
-			seen[p.msg.Seq] = true
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// listEntries puts single chats on both members' conversation lists and notification
-// conversations on their owner's, once per conversation. Groups' lists are kept by their member
-// list (see imsync.Ledger.SetGroup), so a send to a group writes no per-member entry.
-func listEntries(msgs []imsync.StoredMessage) []chunkstore.UserConversation {
-	var out []chunkstore.UserConversation
-	seen := map[string]bool{}
-	for _, m := range msgs {
-		if seen[m.ConversationID] {
-			continue
-		}
-		seen[m.ConversationID] = true
-		c, err := im.ParseConversationID(m.ConversationID)
-		if err != nil || (c.Kind != im.SingleChat && c.Kind != im.UserNotification) {
-			continue
-		}
-		for _, u := range c.UserIDs {
-			out = append(out, chunkstore.UserConversation{UserID: u, ConversationID: m.ConversationID})
-		}
-	}
-	return out
-}
-
-func dedupe(ids []string) []string {
-	sort.Strings(ids)
-	out := ids[:0]
-	for i, id := range ids {
-		if i == 0 || id != ids[i-1] {
-			out = append(out, id)
-		}
-	}
-	return out
 }
