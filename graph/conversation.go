@@ -6,7 +6,6 @@ import (
 	"github.com/msggate/msggate/graph/model"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/im"
-	imsync "github.com/msggate/msggate/internal/sync"
 )
 
 // authorize returns the viewer and the parsed conversation when the viewer may read it.
@@ -31,16 +30,16 @@ func authorize(ctx context.Context, conversationID string) (auth.Viewer, im.Conv
 }
 
 // stateOf returns the viewer's seq state in a conversation through the request's loader.
-func stateOf(ctx context.Context, conversationID string) (imsync.State, error) {
+func stateOf(ctx context.Context, conversationID string) (im.SeqState, error) {
 	return loadersFrom(ctx).states.Load(ctx, conversationID)()
 }
 
 // viewerState returns the viewer and their state in a conversation already authorized (a
 // Conversation object exists only after authorize).
-func viewerState(ctx context.Context, conversationID string) (auth.Viewer, imsync.State, error) {
+func viewerState(ctx context.Context, conversationID string) (auth.Viewer, im.SeqState, error) {
 	viewer, err := auth.ViewerFrom(ctx)
 	if err != nil {
-		return auth.Viewer{}, imsync.State{}, err
+		return auth.Viewer{}, im.SeqState{}, err
 	}
 	st, err := stateOf(ctx, conversationID)
 	return viewer, st, err

@@ -22,7 +22,7 @@ import (
 // memoised answers never go stale and one caller's context never leaks into another's batch.
 type Loaders struct {
 	chunks *dataloader.Loader[string, *im.Chunk]
-	states *dataloader.Loader[string, imsync.State]
+	states *dataloader.Loader[string, im.SeqState]
 	access *dataloader.Loader[string, bool]
 
 	// The viewer's conversation list with states, read at most once per request however many
@@ -30,13 +30,13 @@ type Loaders struct {
 	ledger   *imsync.Ledger
 	viewer   string
 	listOnce gosync.Once
-	list     []imsync.State
+	list     []im.SeqState
 	listErr  error
 }
 
 // viewerConversations returns the viewer's conversations, newest activity first, and primes
 // the state loader with them so that each conversation's fields need no further reads.
-func (l *Loaders) viewerConversations(ctx context.Context) ([]imsync.State, error) {
+func (l *Loaders) viewerConversations(ctx context.Context) ([]im.SeqState, error) {
 	l.listOnce.Do(func() {
 		l.list, l.listErr = l.ledger.UserConversations(ctx, l.viewer)
 		for _, st := range l.list {
@@ -76,9 +76,9 @@ func NewLoaders(reader *history.Reader, ledger *imsync.Ledger, viewer string, o 
 		viewer: viewer,
 		chunks: dataloader.NewBatchedLoader(batch(o, "chunks", reader.LoadChunks),
 			dataloader.WithWait[string, *im.Chunk](o.Wait), dataloader.WithBatchCapacity[string, *im.Chunk](o.MaxBatch)),
-		states: dataloader.NewBatchedLoader(batch(o, "states", func(ctx context.Context, ids []string) ([]imsync.State, error) {
+		states: dataloader.NewBatchedLoader(batch(o, "states", func(ctx context.Context, ids []string) ([]im.SeqState, error) {
 			return ledger.States(ctx, viewer, ids)
-		}), dataloader.WithWait[string, imsync.State](o.Wait), dataloader.WithBatchCapacity[string, imsync.State](o.MaxBatch)),
+		}), dataloader.WithWait[string, im.SeqState](o.Wait), dataloader.WithBatchCapacity[string, im.SeqState](o.MaxBatch)),
 		access: dataloader.NewBatchedLoader(batch(o, "access", func(ctx context.Context, ids []string) ([]bool, error) {
 			convs := make([]im.Conversation, len(ids))
 			for i, id := range ids {

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/msggate/msggate/internal/im"
-	imsync "github.com/msggate/msggate/internal/sync"
 )
 
 // maxReadFlags bounds how many of the newly read seqs get their single-chat is_read flag set
@@ -17,7 +16,7 @@ type ChunkLoader func(ctx context.Context, docIDs []string) ([]*im.Chunk, error)
 
 // MarkRead moves userID's read seq (see imsync.Ledger.MarkRead) and, in a single chat, sets
 // is_read on the newly read messages the peer sent, so the peer sees them as read.
-func (in *Ingester) MarkRead(ctx context.Context, load ChunkLoader, userID string, conv im.Conversation, readSeq *int64) (imsync.State, error) {
+func (in *Ingester) MarkRead(ctx context.Context, load ChunkLoader, userID string, conv im.Conversation, readSeq *int64) (im.SeqState, error) {
 	after, prev, err := in.ledger.MarkRead(ctx, userID, conv.ID, readSeq)
 	if err != nil || conv.Kind != im.SingleChat || after.ReadSeq <= prev {
 		return after, err
