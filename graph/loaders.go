@@ -46,6 +46,24 @@ func (l *Loaders) viewerConversations(ctx context.Context) ([]im.SeqState, error
 	return l.list, l.listErr
 }
 
+// LoadChunks reads chunks through the request's chunk loader, so that the reads of every
+// resolver at one depth share one batch (Loaders are the request's history.ChunkSource).
+func (l *Loaders) LoadChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
+	chunks, errs := l.chunks.LoadMany(ctx, docIDs)()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return chunks, nil
+}
+
+// LoadState reads the viewer's seq state in a conversation through the request's state
+// loader (Loaders are the request's history.StateSource).
+func (l *Loaders) LoadState(ctx context.Context, conversationID string) (im.SeqState, error) {
+	return l.states.Load(ctx, conversationID)()
+}
+
 // LoaderOptions tunes the loaders. The zero value is usable.
 type LoaderOptions struct {
 	// Wait is how long a loader collects keys before running its batch: long enough for
@@ -69,12 +87,12 @@ func (o LoaderOptions) withDefaults() LoaderOptions {
 }
 
 // NewLoaders builds the loaders for one request of viewer.
-func NewLoaders(reader *history.Reader, ledger *imsync.Ledger, viewer string, o LoaderOptions) *Loaders {
+func NewLoaders(chunks history.ChunkSource, ledger *imsync.Ledger, viewer string, o LoaderOptions) *Loaders {
 	o = o.withDefaults()
 	return &Loaders{
 		ledger: ledger,
 		viewer: viewer,
-		chunks: dataloader.NewBatchedLoader(batch(o, "chunks", reader.LoadChunks),
+		chunks: dataloader.NewBatchedLoader(batch(o, "chunks", chunks.LoadChunks),
 			dataloader.WithWait[string, *im.Chunk](o.Wait), dataloader.WithBatchCapacity[string, *im.Chunk](o.MaxBatch)),
 		states: dataloader.NewBatchedLoader(batch(o, "states", func(ctx context.Context, ids []string) ([]im.SeqState, error) {
 			return ledger.States(ctx, viewer, ids)
@@ -140,7 +158,7 @@ func withLoaders(r *Resolver, secret []byte, o LoaderOptions, next http.Handler)
 			}
 			ctx = auth.WithViewer(ctx, viewer, err)
 		}
-		ctx = context.WithValue(ctx, loadersKey{}, NewLoaders(r.Reader, r.Ledger, viewer.UserID, o))
+		ctx = context.WithValue(ctx, loadersKey{}, NewLoaders(r.Chunks, r.Ledger, viewer.UserID, o))
 		next.ServeHTTP(w, req.WithContext(ctx))
 	})
 }

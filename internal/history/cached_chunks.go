@@ -9,32 +9,33 @@ import (
 	"github.com/msggate/msggate/internal/im"
 )
 
-// Reader loads chunks: cache first, MongoDB for the misses. It is safe for concurrent use.
-type Reader struct {
+// CachedChunks is msggate's own chunk source: Redis first, MongoDB for the misses, and the
+// misses written back to Redis. It is safe for concurrent use.
+type CachedChunks struct {
 	store  *chunkstore.Store
 	cache  *cache.Cache
 	logger *slog.Logger
 
 	// ObserveCache, when set, is told how many chunks each load found in the cache and how
 	// many it had to look up in MongoDB (all of them while the cache fails). Set it before
-	// the Reader is used; the server feeds it to metrics.
+	// first use; the server feeds it to metrics.
 	ObserveCache func(hits, misses int)
 }
 
-// NewReader returns a Reader. logger receives cache failures that were worked around; nil
-// means slog.Default().
-func NewReader(store *chunkstore.Store, c *cache.Cache, logger *slog.Logger) *Reader {
+// NewCachedChunks returns msggate's chunk source over its store and cache. logger receives
+// cache failures that were worked around; nil means slog.Default().
+func NewCachedChunks(store *chunkstore.Store, c *cache.Cache, logger *slog.Logger) *CachedChunks {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Reader{store: store, cache: c, logger: logger}
+	return &CachedChunks{store: store, cache: c, logger: logger}
 }
 
 // LoadChunks returns the chunks named by docIDs, aligned with them; nil where no chunk exists.
 // It costs one Redis round trip to read, and on misses one MongoDB $in query plus one Redis
 // round trip to fill. A Redis failure is logged and served from MongoDB; a MongoDB failure is
 // an error, never an empty answer.
-func (r *Reader) LoadChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
+func (r *CachedChunks) LoadChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
 	out := make([]*im.Chunk, len(docIDs))
 	entries, err := r.cache.GetChunks(ctx, docIDs)
 	if err != nil {

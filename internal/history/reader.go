@@ -1,0 +1,83 @@
+package history
+
+import (
+	"context"
+
+	"github.com/msggate/msggate/internal/im"
+)
+
+// Reader reads one viewer's history through its two sources. It holds nothing else, so it
+// is built wherever it is needed: the GraphQL layer builds one per request over the
+// request's dataloaders.
+type Reader struct {
+	// Viewer is the user whose view is applied: their deletions, their window.
+	Viewer string
+	Chunks ChunkSource
+	// States gives the Viewer's seq state.
+	States StateSource
+	// Adjust, when set, is given the views of every read after the per-user view and may
+	// change them in place. It is where a storage dialect shows a message differently for a
+	// reason outside the message's own slot (OpenIM withholds the quoted text of a revoked
+	// message); it may read further chunks through the Reader's chunk source. nil: msggate's
+	// own view.
+	Adjust AdjustFunc
+}
+
+// AdjustFunc changes views in place for viewer (see Reader.Adjust).
+type AdjustFunc func(ctx context.Context, chunks ChunkSource, viewer string, views []im.MessageView) error
+
+// Messages returns seqs as the viewer sees them, in request order, duplicates kept. A seq
+// that holds no message is a MISSING placeholder, never left out (a client would read a gap
+// as a hole to fetch again); seqs above the max seq do not exist yet and are left out. A seq
+// below the viewer's min seq answers im.HistoryUnavailable. One call reads each chunk the
+// seqs fall into once.
+func (r Reader) Messages(ctx context.Context, conversationID string, seqs []int64) ([]im.MessageView, error) {
+	if err := im.ValidateSeqs(seqs); err != nil {
+		return nil, err
+	}
+	st, err := r.States.LoadState(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	visible, err := inWindow(conversationID, st, seqs)
+	if err != nil {
+		return nil, err
+	}
+	return r.views(ctx, conversationID, visible)
+}
+
+// LastMessage returns the message at the viewer's max seq (a placeholder when that seq holds
+// none), or nil when the viewer may read no seq of the conversation.
+func (r Reader) LastMessage(ctx context.Context, conversationID string) (*im.MessageView, error) {
+	st, err := r.States.LoadState(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	if st.MaxSeq < st.VisibleMin() {
+		return nil, nil
+	}
+	views, err := r.views(ctx, conversationID, []int64{st.MaxSeq})
+	if err != nil {
+		return nil, err
+	}
+	return &views[0], nil
+}
+
+// views reads seqs and applies the viewer's view, then the dialect's adjustment. The result
+// is aligned with seqs.
+func (r Reader) views(ctx context.Context, conversationID string, seqs []int64) ([]im.MessageView, error) {
+	slots, err := Slots(ctx, r.Chunks, conversationID, seqs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]im.MessageView, len(seqs))
+	for i, s := range seqs {
+		out[i] = im.ViewSlot(conversationID, s, slots[i], r.Viewer)
+	}
+	if r.Adjust != nil && len(out) > 0 {
+		if err := r.Adjust(ctx, r.Chunks, r.Viewer, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
