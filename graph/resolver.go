@@ -13,7 +13,8 @@ import (
 // Resolver holds what the resolvers call. Wiring happens in server.go.
 type Resolver struct {
 	Ledger *imsync.Ledger
-	// Chunks is where the request loaders read chunks from.
+	// Chunks is where the request's loaders read chunks from (history.CachedChunks for
+	// msggate's own store).
 	Chunks history.ChunkSource
 	// AdjustViews is given to every history read (see history.Reader.Adjust); nil for
 	// msggate's own store.
