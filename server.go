@@ -223,8 +223,8 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (m *Main, err er
 
 // Handler returns the gateway's HTTP routes.
 func (m *Main) Handler() http.Handler {
-	reader := history.NewReader(m.Store, m.Cache, m.Logger)
-	reader.ObserveCache = m.Metrics.ObserveChunkCache
+	chunks := history.NewCachedChunks(m.Store, m.Cache, m.Logger)
+	chunks.ObserveCache = m.Metrics.ObserveChunkCache
 	loaders := m.Config.Loaders
 	if own := loaders.ObserveBatch; own != nil {
 		loaders.ObserveBatch = func(loader string, keys int) { own(loader, keys); m.Metrics.ObserveBatch(loader, keys) }
@@ -233,7 +233,7 @@ func (m *Main) Handler() http.Handler {
 	}
 	resolver := &graph.Resolver{
 		Ledger:   m.Ledger,
-		Reader:   reader,
+		Chunks:   chunks,
 		Ingester: m.Ingest,
 		Hub:      m.Hub,
 		Logger:   m.Logger,

@@ -37,28 +37,6 @@ var codeOf = map[string]string{
 	im.EHISTORY:         CodeHistoryUnavailable,
 }
 
-// historyUnavailableError is the error for reads below the viewer's min seq. It carries the
-// min seq so that the presenter can put it in extensions.minSeq: a client then knows where
-// to resume without another query.
-type historyUnavailableError struct {
-	err    *im.Error
-	minSeq int64
-}
-
-func (e *historyUnavailableError) Error() string { return e.err.Error() }
-
-// Unwrap returns the domain error, so that errors.As finds its code.
-func (e *historyUnavailableError) Unwrap() error { return e.err }
-
-// historyUnavailable answers a read of seqs below minSeq, the lowest seq the viewer may read.
-func historyUnavailable(conversationID string, minSeq int64) error {
-	return &historyUnavailableError{
-		err: im.Errorf(im.EHISTORY, "history of %s before seq %d is unavailable: deleted by retention or cleared",
-			conversationID, minSeq),
-		minSeq: minSeq,
-	}
-}
-
 // errorPresenter gives every resolver error a code. Domain errors keep their message; anything
 // else is logged with its cause and answered with a generic INTERNAL error, so that no
 // internals (hosts, queries, stack traces) reach a client. Errors gqlgen raised itself
@@ -96,9 +74,9 @@ func errorPresenter(logger *slog.Logger) graphql.ErrorPresenterFunc {
 			gerr.Extensions = map[string]any{}
 		}
 		gerr.Extensions["code"] = code
-		var history *historyUnavailableError
-		if errors.As(err, &history) {
-			gerr.Extensions["minSeq"] = history.minSeq
+		var gone *im.HistoryUnavailableError
+		if errors.As(err, &gone) {
+			gerr.Extensions["minSeq"] = gone.MinSeq
 		}
 		return gerr
 	}

@@ -22,7 +22,7 @@ import (
 // memoised answers never go stale and one caller's context never leaks into another's batch.
 type Loaders struct {
 	chunks *dataloader.Loader[string, *im.Chunk]
-	states *dataloader.Loader[string, imsync.State]
+	states *dataloader.Loader[string, im.SeqState]
 	access *dataloader.Loader[string, bool]
 
 	// The viewer's conversation list with states, read at most once per request however many
@@ -30,13 +30,13 @@ type Loaders struct {
 	ledger   *imsync.Ledger
 	viewer   string
 	listOnce gosync.Once
-	list     []imsync.State
+	list     []im.SeqState
 	listErr  error
 }
 
 // viewerConversations returns the viewer's conversations, newest activity first, and primes
 // the state loader with them so that each conversation's fields need no further reads.
-func (l *Loaders) viewerConversations(ctx context.Context) ([]imsync.State, error) {
+func (l *Loaders) viewerConversations(ctx context.Context) ([]im.SeqState, error) {
 	l.listOnce.Do(func() {
 		l.list, l.listErr = l.ledger.UserConversations(ctx, l.viewer)
 		for _, st := range l.list {
@@ -44,6 +44,24 @@ func (l *Loaders) viewerConversations(ctx context.Context) ([]imsync.State, erro
 		}
 	})
 	return l.list, l.listErr
+}
+
+// LoadChunks reads chunks through the request's chunk loader, so that the reads of every
+// resolver at one depth share one batch (Loaders are the request's history.ChunkSource).
+func (l *Loaders) LoadChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
+	chunks, errs := l.chunks.LoadMany(ctx, docIDs)()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return chunks, nil
+}
+
+// LoadState reads the viewer's seq state in a conversation through the request's state
+// loader (Loaders are the request's history.StateSource).
+func (l *Loaders) LoadState(ctx context.Context, conversationID string) (im.SeqState, error) {
+	return l.states.Load(ctx, conversationID)()
 }
 
 // LoaderOptions tunes the loaders. The zero value is usable.
@@ -69,16 +87,16 @@ func (o LoaderOptions) withDefaults() LoaderOptions {
 }
 
 // NewLoaders builds the loaders for one request of viewer.
-func NewLoaders(reader *history.Reader, ledger *imsync.Ledger, viewer string, o LoaderOptions) *Loaders {
+func NewLoaders(chunks history.ChunkSource, ledger *imsync.Ledger, viewer string, o LoaderOptions) *Loaders {
 	o = o.withDefaults()
 	return &Loaders{
 		ledger: ledger,
 		viewer: viewer,
-		chunks: dataloader.NewBatchedLoader(batch(o, "chunks", reader.LoadChunks),
+		chunks: dataloader.NewBatchedLoader(batch(o, "chunks", chunks.LoadChunks),
 			dataloader.WithWait[string, *im.Chunk](o.Wait), dataloader.WithBatchCapacity[string, *im.Chunk](o.MaxBatch)),
-		states: dataloader.NewBatchedLoader(batch(o, "states", func(ctx context.Context, ids []string) ([]imsync.State, error) {
+		states: dataloader.NewBatchedLoader(batch(o, "states", func(ctx context.Context, ids []string) ([]im.SeqState, error) {
 			return ledger.States(ctx, viewer, ids)
-		}), dataloader.WithWait[string, imsync.State](o.Wait), dataloader.WithBatchCapacity[string, imsync.State](o.MaxBatch)),
+		}), dataloader.WithWait[string, im.SeqState](o.Wait), dataloader.WithBatchCapacity[string, im.SeqState](o.MaxBatch)),
 		access: dataloader.NewBatchedLoader(batch(o, "access", func(ctx context.Context, ids []string) ([]bool, error) {
 			convs := make([]im.Conversation, len(ids))
 			for i, id := range ids {
@@ -140,7 +158,7 @@ func withLoaders(r *Resolver, secret []byte, o LoaderOptions, next http.Handler)
 			}
 			ctx = auth.WithViewer(ctx, viewer, err)
 		}
-		ctx = context.WithValue(ctx, loadersKey{}, NewLoaders(r.Reader, r.Ledger, viewer.UserID, o))
+		ctx = context.WithValue(ctx, loadersKey{}, NewLoaders(r.Chunks, r.Ledger, viewer.UserID, o))
 		next.ServeHTTP(w, req.WithContext(ctx))
 	})
 }

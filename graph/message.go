@@ -50,18 +50,8 @@ func messagesOf(views []im.MessageView) []*model.Message {
 	return out
 }
 
-// validateSeqs checks the seqs a client names: at most im.MaxSeqsPerRequest, each valid.
-func validateSeqs(seqs []int64) error {
-	if len(seqs) > im.MaxSeqsPerRequest {
-		return im.Errorf(im.ELIMIT, "at most %d seqs per request, got %d", im.MaxSeqsPerRequest, len(seqs))
-	}
-	for _, s := range seqs {
-		if err := im.ValidateSeq(s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// validateSeqs checks the seqs a client names (see im.ValidateSeqs).
+func validateSeqs(seqs []int64) error { return im.ValidateSeqs(seqs) }
 
 func kindOf(k im.ConversationKind) model.ConversationKind {
 	switch k {

@@ -44,12 +44,12 @@ func (r *conversationResolver) UnreadCount(ctx context.Context, obj *model.Conve
 
 // LastMessage is the resolver for the lastMessage field.
 func (r *conversationResolver) LastMessage(ctx context.Context, obj *model.Conversation) (*model.Message, error) {
-	return lastMessage(ctx, obj.ID)
+	return r.lastMessage(ctx, obj.ID)
 }
 
 // History is the resolver for the history field.
 func (r *conversationResolver) History(ctx context.Context, obj *model.Conversation, beforeSeq *int64, afterSeq *int64, limit *int) (*model.History, error) {
-	return historyPage(ctx, obj.ID, beforeSeq, afterSeq, limit)
+	return r.historyPage(ctx, obj.ID, beforeSeq, afterSeq, limit)
 }
 
 // SendMessage is the resolver for the sendMessage field.
@@ -98,7 +98,7 @@ func (r *queryResolver) Conversation(ctx context.Context, id string) (*model.Con
 
 // Messages is the resolver for the messages field.
 func (r *queryResolver) Messages(ctx context.Context, conversationID string, seqs []int64) ([]*model.Message, error) {
-	return messagesBySeq(ctx, conversationID, seqs)
+	return r.messagesBySeq(ctx, conversationID, seqs)
 }
 
 // TotalUnread is the resolver for the totalUnread field.

@@ -82,7 +82,7 @@ func (r *Resolver) markConversationRead(ctx context.Context, conversationID stri
 	if err != nil {
 		return nil, err
 	}
-	st, err := r.Ingester.MarkRead(ctx, r.Reader.LoadChunks, viewer.UserID, conv, readSeq)
+	st, err := r.Ingester.MarkRead(ctx, r.Chunks, viewer.UserID, conv, readSeq)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/msggate/msggate/graph/model"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/im"
-	imsync "github.com/msggate/msggate/internal/sync"
 )
 
 // Page sizes of the conversation list.
@@ -85,7 +84,7 @@ func parseAfter(after *string) (listCursor, error) {
 
 // pageOf cuts the page of n conversations after the cursor out of list (newest activity
 // first).
-func pageOf(list []imsync.State, n int, after listCursor) conversationListPage {
+func pageOf(list []im.SeqState, n int, after listCursor) conversationListPage {
 	start := 0
 	for after.set && start < len(list) && !isAfter(list[start], after.time, after.id) {
 		start++
@@ -103,14 +102,14 @@ func pageOf(list []imsync.State, n int, after listCursor) conversationListPage {
 }
 
 // isAfter reports whether st comes after the cursor position in the list's order.
-func isAfter(st imsync.State, afterTime int64, afterID string) bool {
+func isAfter(st im.SeqState, afterTime int64, afterID string) bool {
 	if st.LastTime != afterTime {
 		return st.LastTime < afterTime
 	}
 	return st.ConversationID > afterID
 }
 
-func encodeCursor(st imsync.State) string {
+func encodeCursor(st im.SeqState) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(st.LastTime, 10) + "|" + st.ConversationID))
 }
 

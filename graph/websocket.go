@@ -101,7 +101,7 @@ func connectionOperations(ctx context.Context, next graphql.OperationHandler) gr
 	if !ok {
 		return next(ctx)
 	}
-	ctx = context.WithValue(ctx, loadersKey{}, NewLoaders(c.r.Reader, c.r.Ledger, c.viewer, c.o.Loaders))
+	ctx = context.WithValue(ctx, loadersKey{}, NewLoaders(c.r.Chunks, c.r.Ledger, c.viewer, c.o.Loaders))
 	if c.o.RequestTimeout > 0 {
 		ctx = context.WithValue(ctx, deadlineKey{}, time.Now().Add(c.o.RequestTimeout))
 	}

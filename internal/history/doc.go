@@ -1,4 +1,9 @@
-// Package history is msggate's read path below the GraphQL layer: it loads chunks through the
-// Redis cache with MongoDB behind it, and turns seqs into per-user message views. The GraphQL
-// layer's per-request dataloader calls LoadChunks as its batch function.
+// Package history is msggate's read path below the GraphQL layer: messages by seq, pages of
+// history, the last message, the viewer's visible window (HISTORY_UNAVAILABLE below it) and
+// the per-user view of each seq.
+//
+// It reads through two small interfaces, ChunkSource and StateSource, so that the storage
+// beneath can differ: CachedChunks is msggate's own (Redis first, MongoDB behind it); the
+// GraphQL layer passes its per-request dataloaders, which batch every resolver's reads into
+// one call to the source beneath them.
 package history

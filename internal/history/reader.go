@@ -2,78 +2,81 @@ package history
 
 import (
 	"context"
-	"log/slog"
 
-	"github.com/msggate/msggate/internal/cache"
-	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/im"
 )
 
-// Reader loads chunks: cache first, MongoDB for the misses. It is safe for concurrent use.
+// Reader reads one viewer's history through its two sources. It holds nothing else, so it
+// is built wherever it is needed: the GraphQL layer builds one per request over the
+// request's dataloaders.
 type Reader struct {
-	store  *chunkstore.Store
-	cache  *cache.Cache
-	logger *slog.Logger
-
-	// ObserveCache, when set, is told how many chunks each load found in the cache and how
-	// many it had to look up in MongoDB (all of them while the cache fails). Set it before
-	// the Reader is used; the server feeds it to metrics.
-	ObserveCache func(hits, misses int)
+	// Viewer is the user whose view is applied: their deletions, their window.
+	Viewer string
+	Chunks ChunkSource
+	// States gives the Viewer's seq state.
+	States StateSource
+	// Adjust, when set, is given the views of every read after the per-user view and may
+	// change them in place. It is where a storage dialect shows a message differently for a
+	// reason outside the message's own slot (OpenIM withholds the quoted text of a revoked
+	// message); it may read further chunks through the Reader's chunk source. nil: msggate's
+	// own view.
+	Adjust AdjustFunc
 }
 
-// NewReader returns a Reader. logger receives cache failures that were worked around; nil
-// means slog.Default().
-func NewReader(store *chunkstore.Store, c *cache.Cache, logger *slog.Logger) *Reader {
-	if logger == nil {
-		logger = slog.Default()
-	}
-	return &Reader{store: store, cache: c, logger: logger}
-}
+// AdjustFunc changes views in place for viewer (see Reader.Adjust).
+type AdjustFunc func(ctx context.Context, chunks ChunkSource, viewer string, views []im.MessageView) error
 
-// LoadChunks returns the chunks named by docIDs, aligned with them; nil where no chunk exists.
-// It costs one Redis round trip to read, and on misses one MongoDB $in query plus one Redis
-// round trip to fill. A Redis failure is logged and served from MongoDB; a MongoDB failure is
-// an error, never an empty answer.
-func (r *Reader) LoadChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
-	out := make([]*im.Chunk, len(docIDs))
-	entries, err := r.cache.GetChunks(ctx, docIDs)
-	if err != nil {
-		r.logger.WarnContext(ctx, "reading chunks from MongoDB: cache failed", "err", err)
-		entries = make([]cache.ChunkEntry, len(docIDs))
+// Messages returns seqs as the viewer sees them, in request order, duplicates kept. A seq
+// that holds no message is a MISSING placeholder, never left out (a client would read a gap
+// as a hole to fetch again); seqs above the max seq do not exist yet and are left out. A seq
+// below the viewer's min seq answers im.HistoryUnavailable. One call reads each chunk the
+// seqs fall into once.
+func (r Reader) Messages(ctx context.Context, conversationID string, seqs []int64) ([]im.MessageView, error) {
+	if err := im.ValidateSeqs(seqs); err != nil {
+		return nil, err
 	}
-	var missIDs []string
-	var missAt []int
-	for i, e := range entries {
-		if e.Chunk != nil {
-			out[i] = e.Chunk
-			continue
-		}
-		missIDs = append(missIDs, docIDs[i])
-		missAt = append(missAt, i)
-	}
-	if r.ObserveCache != nil {
-		r.ObserveCache(len(docIDs)-len(missIDs), len(missIDs))
-	}
-	if len(missIDs) == 0 {
-		return out, nil
-	}
-	found, err := r.store.FindChunks(ctx, missIDs)
+	st, err := r.States.LoadState(ctx, conversationID)
 	if err != nil {
 		return nil, err
 	}
-	var fills []cache.ChunkFill
-	for j, c := range found {
-		i := missAt[j]
-		out[i] = c
-		// Absent chunks are not cached: a chunk appears as soon as its first message is
-		// written, and caching its absence would need the same invalidation for no gain.
-		if c != nil {
-			fills = append(fills, cache.ChunkFill{Chunk: c, Version: entries[i].Version})
-		}
+	visible, err := inWindow(conversationID, st, seqs)
+	if err != nil {
+		return nil, err
 	}
-	if err == nil && len(fills) > 0 {
-		if err := r.cache.FillChunks(ctx, fills); err != nil {
-			r.logger.WarnContext(ctx, "filling chunk cache failed", "err", err)
+	return r.views(ctx, conversationID, visible)
+}
+
+// LastMessage returns the message at the viewer's max seq (a placeholder when that seq holds
+// none), or nil when the viewer may read no seq of the conversation.
+func (r Reader) LastMessage(ctx context.Context, conversationID string) (*im.MessageView, error) {
+	st, err := r.States.LoadState(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	if st.MaxSeq < st.VisibleMin() {
+		return nil, nil
+	}
+	views, err := r.views(ctx, conversationID, []int64{st.MaxSeq})
+	if err != nil {
+		return nil, err
+	}
+	return &views[0], nil
+}
+
+// views reads seqs and applies the viewer's view, then the dialect's adjustment. The result
+// is aligned with seqs.
+func (r Reader) views(ctx context.Context, conversationID string, seqs []int64) ([]im.MessageView, error) {
+	slots, err := Slots(ctx, r.Chunks, conversationID, seqs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]im.MessageView, len(seqs))
+	for i, s := range seqs {
+		out[i] = im.ViewSlot(conversationID, s, slots[i], r.Viewer)
+	}
+	if r.Adjust != nil && len(out) > 0 {
+		if err := r.Adjust(ctx, r.Chunks, r.Viewer, out); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
 )
 
@@ -17,24 +18,7 @@ type Actor struct {
 // readSlots reads the slots of seqs straight from MongoDB: permission checks must see the
 // truth, not a cached copy. The result is aligned with seqs.
 func (in *Ingester) readSlots(ctx context.Context, conversationID string, seqs []int64) ([]*im.Slot, error) {
-	groups := im.GroupSeqsByDocID(conversationID, seqs)
-	docIDs := make([]string, len(groups))
-	for i, g := range groups {
-		docIDs[i] = g.DocID
-	}
-	chunks, err := in.store.FindChunks(ctx, docIDs)
-	if err != nil {
-		return nil, err
-	}
-	byDoc := make(map[string]*im.Chunk, len(chunks))
-	for i, c := range chunks {
-		byDoc[docIDs[i]] = c
-	}
-	out := make([]*im.Slot, len(seqs))
-	for i, s := range seqs {
-		out[i] = byDoc[im.DocID(conversationID, s)].Slot(s)
-	}
-	return out, nil
+	return history.Slots(ctx, history.ChunkFunc(in.store.FindChunks), conversationID, seqs)
 }
 
 // visible checks that every seq is one the actor may see: within [their min seq, max seq].

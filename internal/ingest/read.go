@@ -3,8 +3,8 @@ package ingest
 import (
 	"context"
 
+	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
-	imsync "github.com/msggate/msggate/internal/sync"
 )
 
 // maxReadFlags bounds how many of the newly read seqs get their single-chat is_read flag set
@@ -12,12 +12,10 @@ import (
 // exact regardless; only the per-message flag of older messages is left unset.
 const maxReadFlags = 1000
 
-// ChunkLoader reads chunks, aligned with docIDs (history.Reader.LoadChunks).
-type ChunkLoader func(ctx context.Context, docIDs []string) ([]*im.Chunk, error)
-
 // MarkRead moves userID's read seq (see imsync.Ledger.MarkRead) and, in a single chat, sets
-// is_read on the newly read messages the peer sent, so the peer sees them as read.
-func (in *Ingester) MarkRead(ctx context.Context, load ChunkLoader, userID string, conv im.Conversation, readSeq *int64) (imsync.State, error) {
+// is_read on the newly read messages the peer sent, so the peer sees them as read. chunks is
+// where the messages are read from (a cached copy will do: setting the flag twice is harmless).
+func (in *Ingester) MarkRead(ctx context.Context, chunks history.ChunkSource, userID string, conv im.Conversation, readSeq *int64) (im.SeqState, error) {
 	after, prev, err := in.ledger.MarkRead(ctx, userID, conv.ID, readSeq)
 	if err != nil || conv.Kind != im.SingleChat || after.ReadSeq <= prev {
 		return after, err
@@ -30,22 +28,15 @@ func (in *Ingester) MarkRead(ctx context.Context, load ChunkLoader, userID strin
 	for s := from; s <= after.ReadSeq; s++ {
 		seqs = append(seqs, s)
 	}
-	groups := im.GroupSeqsByDocID(conv.ID, seqs)
-	docIDs := make([]string, len(groups))
-	for i, g := range groups {
-		docIDs[i] = g.DocID
-	}
-	chunks, err := load(ctx, docIDs)
+	slots, err := history.Slots(ctx, chunks, conv.ID, seqs)
 	if err != nil {
 		return after, err
 	}
 	peer := conv.Peer(userID)
 	var unread []int64
-	for i, g := range groups {
-		for _, s := range g.Seqs {
-			if slot := chunks[i].Slot(s); slot != nil && slot.Msg != nil && slot.Msg.SendID == peer && !slot.IsRead {
-				unread = append(unread, s)
-			}
+	for i, slot := range slots {
+		if slot != nil && slot.Msg != nil && slot.Msg.SendID == peer && !slot.IsRead {
+			unread = append(unread, seqs[i])
 		}
 	}
 	if len(unread) == 0 {
@@ -54,5 +45,14 @@ func (in *Ingester) MarkRead(ctx context.Context, load ChunkLoader, userID strin
 	if err := in.store.MarkRead(ctx, conv.ID, unread); err != nil {
 		return after, err
 	}
-	return after, in.cache.InvalidateChunks(ctx, docIDs)
+	return after, in.cache.InvalidateChunks(ctx, docIDsOf(conv.ID, seqs))
+}
+
+// docIDsOf names the chunks that hold seqs, each once.
+func docIDsOf(conversationID string, seqs []int64) []string {
+	var out []string
+	for _, g := range im.GroupSeqsByDocID(conversationID, seqs) {
+		out = append(out, g.DocID)
+	}
+	return out
 }

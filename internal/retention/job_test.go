@@ -116,7 +116,7 @@ func TestRunOnceDeletesOldChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Warm the chunk cache, as reads would have.
-	reader := history.NewReader(e.store, e.cache, nil)
+	reader := history.NewCachedChunks(e.store, e.cache, nil)
 	if _, err := reader.LoadChunks(e.ctx, []string{"sg_old:0", "sg_old:2", "sg_mixed:0"}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,14 +16,14 @@ const MaxConversationsPerUser = 10000
 
 // UserConversations returns userID's conversations that hold messages, with their state,
 // newest activity first (ties by conversation ID): one MongoDB query for the list, then States.
-func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]State, error) {
+func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]im.SeqState, error) {
 	states, _, err := l.userConversations(ctx, userID, false)
 	return states, err
 }
 
 // userConversations lists userID's conversations with their states, by activity; withHead
 // also reads the user's event log head in the same Redis round trip as the states.
-func (l *Ledger) userConversations(ctx context.Context, userID string, withHead bool) ([]State, im.SyncToken, error) {
+func (l *Ledger) userConversations(ctx context.Context, userID string, withHead bool) ([]im.SeqState, im.SyncToken, error) {
 	ids, err := l.store.FindUserConversations(ctx, userID, MaxConversationsPerUser)
 	if err != nil {
 		return nil, im.SyncToken{}, err
@@ -42,7 +42,7 @@ func (l *Ledger) userConversations(ctx context.Context, userID string, withHead 
 // byActivity keeps the conversations that hold messages, newest activity first (ties by
 // conversation ID). A conversation without messages has no activity to show yet (a group's
 // notification conversation before its first notification, say).
-func byActivity(all []State) []State {
+func byActivity(all []im.SeqState) []im.SeqState {
 	states := all[:0]
 	for _, st := range all {
 		if st.MaxSeq > 0 {

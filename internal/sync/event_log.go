@@ -78,7 +78,7 @@ func (l *Ledger) AnnounceMessages(ctx context.Context, msgs []StoredMessage) err
 	if err != nil {
 		return err
 	}
-	stateOf := map[[2]string]State{}
+	stateOf := map[[2]string]im.SeqState{}
 	for i, u := range users {
 		for _, st := range states[i] {
 			stateOf[[2]string{u, st.ConversationID}] = st
@@ -139,7 +139,7 @@ func (l *Ledger) announce(ctx context.Context, users []string, ev im.Event) erro
 
 // announceStates appends an event that carries counters (READ, CLEAR) to each user's log, with
 // the state each user is known to be in; it returns the events as stored.
-func (l *Ledger) announceStates(ctx context.Context, ev im.Event, users []string, states []State) ([]im.Event, error) {
+func (l *Ledger) announceStates(ctx context.Context, ev im.Event, users []string, states []im.SeqState) ([]im.Event, error) {
 	ev.Time = time.Now().UnixMilli()
 	appends := make([]cache.EventAppend, len(users))
 	for i, u := range users {
@@ -181,7 +181,7 @@ func (l *Ledger) Difference(ctx context.Context, userID string, since im.SyncTok
 // and the token of the event log it is valid from.
 type Summary struct {
 	Token         im.SyncToken
-	Conversations []State
+	Conversations []im.SeqState
 }
 
 // Summary reads userID's state summary. The token is read in the same Redis round trip as the

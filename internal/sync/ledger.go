@@ -90,37 +90,10 @@ func (l *Ledger) Allocate(ctx context.Context, conversationID string, n int64) (
 	}
 }
 
-// State is a user's view of one conversation's seqs.
-type State struct {
-	ConversationID string
-	MaxSeq         int64
-	MinSeq         int64
-	ReadSeq        int64
-	UserMinSeq     int64
-	// LastTime is the send time (ms) of the newest stored message.
-	LastTime int64
-}
-
-// Unread is the user's unread count, computed from the seqs. Messages below the lowest seq the
-// user may read (cleared for them or for everyone) never count.
-func (s State) Unread() int64 { return im.Unread(s.MaxSeq, s.ReadSeq, s.VisibleMin()) }
-
-// VisibleMin is the lowest seq the user may read.
-func (s State) VisibleMin() int64 {
-	lo := int64(1)
-	if s.MinSeq > lo {
-		lo = s.MinSeq
-	}
-	if s.UserMinSeq > lo {
-		lo = s.UserMinSeq
-	}
-	return lo
-}
-
 // States returns userID's state in each conversation (aligned with conversationIDs): one
 // Redis round trip, plus, for what Redis misses, one MongoDB query per collection and one
 // round trip to fill Redis. A Redis failure is logged and served from MongoDB.
-func (l *Ledger) States(ctx context.Context, userID string, conversationIDs []string) ([]State, error) {
+func (l *Ledger) States(ctx context.Context, userID string, conversationIDs []string) ([]im.SeqState, error) {
 	res, _, err := l.statesMany(ctx, []cache.StateQuery{{UserID: userID, ConversationIDs: conversationIDs}}, false)
 	if err != nil {
 		return nil, err
@@ -132,8 +105,8 @@ func (l *Ledger) States(ctx context.Context, userID string, conversationIDs []st
 // one MongoDB query per collection and one more round trip to fill Redis). With withHeads it
 // also returns each query's user's event log head, read in the same round trip; a Redis
 // failure is then an error, since no token can be given without the log.
-func (l *Ledger) statesMany(ctx context.Context, queries []cache.StateQuery, withHeads bool) ([][]State, []im.SyncToken, error) {
-	out := make([][]State, len(queries))
+func (l *Ledger) statesMany(ctx context.Context, queries []cache.StateQuery, withHeads bool) ([][]im.SeqState, []im.SyncToken, error) {
+	out := make([][]im.SeqState, len(queries))
 	cached, err := l.cache.GetStatesMany(ctx, queries, withHeads)
 	if err != nil {
 		if withHeads {
@@ -150,10 +123,10 @@ func (l *Ledger) statesMany(ctx context.Context, queries []cache.StateQuery, wit
 	var convMiss []string
 	var userMiss []chunkstore.UserSeqKey
 	for qi, q := range queries {
-		out[qi] = make([]State, len(q.ConversationIDs))
+		out[qi] = make([]im.SeqState, len(q.ConversationIDs))
 		for i, id := range q.ConversationIDs {
 			cv, us := cached.Conversations[qi][i], cached.Users[qi][i]
-			out[qi][i] = State{ConversationID: id, MaxSeq: cv.MaxSeq, MinSeq: cv.MinSeq, LastTime: cv.LastTime,
+			out[qi][i] = im.SeqState{ConversationID: id, MaxSeq: cv.MaxSeq, MinSeq: cv.MinSeq, LastTime: cv.LastTime,
 				ReadSeq: us.ReadSeq, UserMinSeq: us.UserMinSeq}
 			if !cv.Cached && !convMissSet[id] {
 				convMissSet[id] = true
@@ -244,17 +217,17 @@ func (l *Ledger) raiseCache(ctx context.Context, convs []cache.ConversationRaise
 // readSeq is nil. It is monotonic (a lower value changes nothing), idempotent, and clamped to
 // the max seq. It returns the state after the change and the read seq before it, so the caller
 // knows which seqs were newly read.
-func (l *Ledger) MarkRead(ctx context.Context, userID, conversationID string, readSeq *int64) (after State, prevReadSeq int64, err error) {
+func (l *Ledger) MarkRead(ctx context.Context, userID, conversationID string, readSeq *int64) (after im.SeqState, prevReadSeq int64, err error) {
 	st, err := l.States(ctx, userID, []string{conversationID})
 	if err != nil {
-		return State{}, 0, err
+		return im.SeqState{}, 0, err
 	}
 	s := st[0]
 	prev := s.ReadSeq
 	target := s.MaxSeq
 	if readSeq != nil {
 		if *readSeq < 0 {
-			return State{}, 0, im.Errorf(im.EINVALID, "readSeq must not be negative")
+			return im.SeqState{}, 0, im.Errorf(im.EINVALID, "readSeq must not be negative")
 		}
 		if *readSeq < target {
 			target = *readSeq
@@ -265,31 +238,31 @@ func (l *Ledger) MarkRead(ctx context.Context, userID, conversationID string, re
 	}
 	key := chunkstore.UserSeqKey{ConversationID: conversationID, UserID: userID}
 	if err := l.store.RaiseReadSeqs(ctx, map[chunkstore.UserSeqKey]int64{key: target}); err != nil {
-		return State{}, 0, err
+		return im.SeqState{}, 0, err
 	}
 	s.ReadSeq = target
 	// The event raises the cached read seq too, and its counters are what the user's other
 	// devices will show; the caller gets the same numbers.
-	evs, err := l.announceStates(ctx, im.Event{Type: im.EventRead, ConversationID: conversationID}, []string{userID}, []State{s})
+	evs, err := l.announceStates(ctx, im.Event{Type: im.EventRead, ConversationID: conversationID}, []string{userID}, []im.SeqState{s})
 	if err != nil {
-		return State{}, 0, err
+		return im.SeqState{}, 0, err
 	}
 	applyCounters(&s, evs[0])
 	return s, prev, nil
 }
 
 // applyCounters takes what an event says about the user's state (values only go up).
-func applyCounters(s *State, ev im.Event) {
+func applyCounters(s *im.SeqState, ev im.Event) {
 	s.MaxSeq = max(s.MaxSeq, ev.MaxSeq)
 	s.ReadSeq = max(s.ReadSeq, ev.ReadSeq)
 }
 
 // ClearForUser hides a conversation's history up to now from userID only: their min seq moves
 // past the max seq, so their unread count becomes 0 and later messages show as usual.
-func (l *Ledger) ClearForUser(ctx context.Context, userID, conversationID string) (State, error) {
+func (l *Ledger) ClearForUser(ctx context.Context, userID, conversationID string) (im.SeqState, error) {
 	st, err := l.States(ctx, userID, []string{conversationID})
 	if err != nil {
-		return State{}, err
+		return im.SeqState{}, err
 	}
 	s := st[0]
 	// A clear with nothing new to clear is announced again all the same: it may be the retry
@@ -297,30 +270,30 @@ func (l *Ledger) ClearForUser(ctx context.Context, userID, conversationID string
 	if next := s.MaxSeq + 1; next > s.UserMinSeq {
 		key := chunkstore.UserSeqKey{ConversationID: conversationID, UserID: userID}
 		if err := l.store.RaiseUserMinSeqs(ctx, map[chunkstore.UserSeqKey]int64{key: next}); err != nil {
-			return State{}, err
+			return im.SeqState{}, err
 		}
 		l.raiseCache(ctx, nil, []cache.UserRaise{{UserID: userID, ConversationID: conversationID, UserMinSeq: &next}})
 		s.UserMinSeq = next
 	}
-	if _, err := l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: conversationID}, []string{userID}, []State{s}); err != nil {
-		return State{}, err
+	if _, err := l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: conversationID}, []string{userID}, []im.SeqState{s}); err != nil {
+		return im.SeqState{}, err
 	}
 	return s, nil
 }
 
 // ClearForEveryone moves the conversation's min seq past its max seq: the history up to now is
 // gone for every member. It returns userID's state after the change.
-func (l *Ledger) ClearForEveryone(ctx context.Context, userID, conversationID string) (State, error) {
+func (l *Ledger) ClearForEveryone(ctx context.Context, userID, conversationID string) (im.SeqState, error) {
 	st, err := l.States(ctx, userID, []string{conversationID})
 	if err != nil {
-		return State{}, err
+		return im.SeqState{}, err
 	}
 	s := st[0]
 	// RaiseMinSeq changes nothing when there is nothing new to clear, but announces again: this
 	// may be the retry of a clear whose announcement failed.
 	next := max(s.MaxSeq+1, s.MinSeq)
 	if err := l.RaiseMinSeq(ctx, conversationID, next); err != nil {
-		return State{}, err
+		return im.SeqState{}, err
 	}
 	s.MinSeq = next
 	return s, nil
@@ -349,7 +322,7 @@ func (l *Ledger) RaiseMinSeq(ctx context.Context, conversationID string, minSeq 
 	if err != nil {
 		return err
 	}
-	flat := make([]State, len(members))
+	flat := make([]im.SeqState, len(members))
 	for i := range members {
 		flat[i] = states[i][0]
 		flat[i].MinSeq = max(flat[i].MinSeq, minSeq)

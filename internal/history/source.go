@@ -1,0 +1,32 @@
+package history
+
+import (
+	"context"
+
+	"github.com/msggate/msggate/internal/im"
+)
+
+// ChunkSource is where chunks come from.
+//
+// A source answers in im's terms whatever its store keeps: a message its store has removed
+// for everyone comes back as a tombstone (a Message whose Status is im.DeletedMessageStatus),
+// which the per-user view reads as DELETED.
+type ChunkSource interface {
+	// LoadChunks returns the chunks named by docIDs, aligned with them: nil where no chunk
+	// exists. A store failure is an error, never a nil chunk.
+	LoadChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error)
+}
+
+// ChunkFunc lets a function be a ChunkSource.
+type ChunkFunc func(ctx context.Context, docIDs []string) ([]*im.Chunk, error)
+
+// LoadChunks calls f.
+func (f ChunkFunc) LoadChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
+	return f(ctx, docIDs)
+}
+
+// StateSource is where one viewer's seq state comes from.
+type StateSource interface {
+	// LoadState returns the viewer's seq state in the conversation.
+	LoadState(ctx context.Context, conversationID string) (im.SeqState, error)
+}
