@@ -9,6 +9,7 @@ import (
 
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/ingest"
 	imsync "github.com/msggate/msggate/internal/sync"
@@ -62,7 +63,7 @@ func (e *env) slot(t *testing.T, conv string, seq int64) *im.Slot {
 	return chunks[0].Slot(seq)
 }
 
-func (e *env) state(t *testing.T, user, conv string) imsync.State {
+func (e *env) state(t *testing.T, user, conv string) im.SeqState {
 	t.Helper()
 	st, err := e.ledger.States(e.ctx, user, []string{conv})
 	if err != nil {
@@ -121,8 +122,8 @@ func TestMarkRead(t *testing.T) {
 	const id = "si_alice_bob"
 	conv, _ := im.ParseConversationID(id)
 	e.send(t, chat("alice", "bob", "a1", "1"), chat("alice", "bob", "a2", "2"))
-	load := e.store.FindChunks // MongoDB itself stands in for the chunk cache
-	read := func(user string, seq *int64) imsync.State {
+	load := history.ChunkFunc(e.store.FindChunks) // MongoDB itself stands in for the chunk cache
+	read := func(user string, seq *int64) im.SeqState {
 		t.Helper()
 		st, err := e.in.MarkRead(e.ctx, load, user, conv, seq)
 		if err != nil {
