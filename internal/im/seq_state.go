@@ -1,0 +1,29 @@
+package im
+
+// SeqState is one user's seq state in one conversation: what unread counts, the visible window
+// and the history page arithmetic are computed from, whichever store it was read from.
+type SeqState struct {
+	ConversationID string
+	MaxSeq         int64 // the highest seq that holds (or held) a message
+	MinSeq         int64 // the conversation's floor: retention, clear for everyone
+	ReadSeq        int64 // the user's read seq, shared by all their devices
+	UserMinSeq     int64 // the user's own floor: clear for self, joined without history
+	// LastTime is the time (ms) of the conversation's newest activity, for ordering lists.
+	LastTime int64
+}
+
+// Unread is the user's unread count, computed from the seqs. Messages below the lowest seq the
+// user may read (cleared for them or for everyone) never count.
+func (s SeqState) Unread() int64 { return Unread(s.MaxSeq, s.ReadSeq, s.VisibleMin()) }
+
+// VisibleMin is the lowest seq the user may read.
+func (s SeqState) VisibleMin() int64 {
+	lo := int64(1)
+	if s.MinSeq > lo {
+		lo = s.MinSeq
+	}
+	if s.UserMinSeq > lo {
+		lo = s.UserMinSeq
+	}
+	return lo
+}
