@@ -357,8 +357,9 @@ func (d *Deployment) mongoMalloc(conversationID string, size int64) int64 {
 	}
 	err := coll.FindOneAndUpdate(ctx, bson.D{{Key: "conversation_id", Value: conversationID}},
 		bson.D{{Key: "$inc", Value: bson.D{{Key: "max_seq", Value: size}}}, {Key: "$set", Value: bson.D{{Key: "min_seq", Value: int64(0)}}}},
-		options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After).
-			SetProjection(bson.D{{Key: "_id", Value: 0}, {Key: "max_seq", Value: 1}})).Decode(&doc)
+		// OpenIM also projects the answer to max_seq; FerretDB cannot, and the stored document
+		// is the same either way.
+		options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)).Decode(&doc)
 	d.check(err, "malloc seq")
 	return doc.MaxSeq - size
 }

@@ -46,3 +46,11 @@ func (d *Deployment) LockForFill(key string) {
 
 // MsgCacheKey is OpenIM's message cache key, MSG_CACHE:<conversationID>:<seq>.
 func MsgCacheKey(conversationID string, seq int64) string { return msgCacheKey(conversationID, seq) }
+
+// CacheMiss is what a rockscache Fetch leaves when the source had nothing: an empty value,
+// kept for rockscache's EmptyExpire (60 s), e.g. a reader asked OpenIM for a seq MongoDB has no
+// message at.
+func (d *Deployment) CacheMiss(key string) {
+	d.t.Helper()
+	d.rocksFill(key, "", 60*time.Second+rocksDelay)
+}
