@@ -31,57 +31,53 @@ func (d *Deployment) WriteMessages(conversationID string, msgs []*MsgData) {
 }
 
 // insertBlock is BatchInsertBlock for key "msg" (fields are *MsgData) or "revoke" (*Revoke).
+// OpenIM updates an existing chunk one seq at a time; this sets all of a batch's slots in one
+// chunk with one update, which leaves the same document and keeps FerretDB-backed tests fast.
 func (d *Deployment) insertBlock(conversationID, key string, fields []any, firstSeq int64) {
 	d.t.Helper()
 	ctx := context.Background()
 	coll := d.DB.Collection("msg")
-	tryUpdate := true
-	for i := 0; i < len(fields); i++ {
-		seq := firstSeq + int64(i)
-		if tryUpdate {
-			res, err := coll.UpdateOne(ctx, bson.M{"doc_id": docID(conversationID, seq)},
-				bson.M{"$set": bson.M{"msgs." + strconv.FormatInt(slotIndex(seq), 10) + "." + key: fields[i]}})
-			d.check(err, "update slot")
-			if res.MatchedCount > 0 {
-				continue
+	for i := 0; i < len(fields); {
+		id := docID(conversationID, firstSeq+int64(i))
+		n := 0
+		for i+n < len(fields) && docID(conversationID, firstSeq+int64(i+n)) == id {
+			n++
+		}
+		set := bson.D{}
+		for j := i; j < i+n; j++ {
+			set = append(set, bson.E{Key: "msgs." + strconv.FormatInt(slotIndex(firstSeq+int64(j)), 10) + "." + key, Value: fields[j]})
+		}
+		res, err := coll.UpdateOne(ctx, bson.M{"doc_id": id}, bson.M{"$set": set})
+		d.check(err, "update slots")
+		if res.MatchedCount == 0 {
+			doc := MsgDoc{DocID: id, Msg: make([]*MsgInfo, chunkSize)}
+			for j := i; j < i+n; j++ {
+				info := &MsgInfo{}
+				switch f := fields[j].(type) {
+				case *MsgData:
+					info.Msg = f
+				case *Revoke:
+					info.Revoke = f
+				}
+				doc.Msg[slotIndex(firstSeq+int64(j))] = info
+			}
+			for k, info := range doc.Msg {
+				if info == nil {
+					info = &MsgInfo{}
+					doc.Msg[k] = info
+				}
+				if info.DelList == nil {
+					info.DelList = []string{}
+				}
+			}
+			if _, err := coll.InsertMany(ctx, []any{&doc}); err != nil {
+				if !mongo.IsDuplicateKeyError(err) {
+					d.check(err, "insert chunk")
+				}
+				continue // created meanwhile: update it on the next pass
 			}
 		}
-		doc := MsgDoc{DocID: docID(conversationID, seq), Msg: make([]*MsgInfo, chunkSize)}
-		insert := 0
-		for j := i; j < len(fields); j++ {
-			s := firstSeq + int64(j)
-			if docID(conversationID, s) != doc.DocID {
-				break
-			}
-			insert++
-			info := &MsgInfo{}
-			switch f := fields[j].(type) {
-			case *MsgData:
-				info.Msg = f
-			case *Revoke:
-				info.Revoke = f
-			}
-			doc.Msg[slotIndex(s)] = info
-		}
-		for k, info := range doc.Msg {
-			if info == nil {
-				info = &MsgInfo{}
-				doc.Msg[k] = info
-			}
-			if info.DelList == nil {
-				info.DelList = []string{}
-			}
-		}
-		if _, err := coll.InsertMany(ctx, []any{&doc}); err != nil {
-			if mongo.IsDuplicateKeyError(err) {
-				i--
-				tryUpdate = true
-				continue
-			}
-			d.check(err, "insert chunk")
-		}
-		tryUpdate = false
-		i += insert - 1
+		i += n
 	}
 }
 
