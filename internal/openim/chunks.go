@@ -14,7 +14,8 @@ import (
 // MongoDB filled in from its Redis message cache (one pipelined round trip for all of them).
 // A group's Seqs say which seqs to look for in the cache; an empty Seqs means every seq of
 // the chunk. Only seqs for which MongoDB has no message and no tombstone are looked up. The
-// result is nil where neither store has anything; chunks are fresh copies the caller may keep.
+// result is nil where neither store has anything. Every call reads both stores afresh and
+// returns new chunks (groups naming the same doc ID share one), which the caller may keep.
 //
 // Errors: EINVALID for a malformed doc ID or a seq outside its group's chunk; EUNAVAILABLE when
 // either store fails (never a chunk with the failed part silently left out).

@@ -64,13 +64,6 @@ func groupOf(conversationID string) (string, bool) {
 	return "", false
 }
 
-// isGroupConversation mirrors msgprocessor.IsGroupConversationID: groups reserve seqs in
-// blocks of 100, everything else in blocks of 50.
-func isGroupConversation(conversationID string) bool {
-	_, ok := groupOf(conversationID)
-	return ok
-}
-
 // notificationOf is the notification conversation OpenIM pairs with a conversation
 // (pkg/util/conversationutil GetNotificationConversationIDByConversationID): the part before
 // the first '_' becomes "n". GetMaxSeq (internal/rpc/msg/sync_msg.go) lets a user sync the

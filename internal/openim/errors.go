@@ -14,9 +14,10 @@ var (
 	ErrNotOpenIM = errors.New("not an OpenIM database")
 
 	// ErrTokenInvalid: the token is malformed, not signed with the deployment's secret, not
-	// HS256, lacks OpenIM's claims, or names a platform OpenIM does not know.
+	// HS256, lacks OpenIM's claims (exp included: OpenIM always sets it), was issued in the
+	// future, or names a user or platform OpenIM cannot have issued it for.
 	ErrTokenInvalid = errors.New("invalid OpenIM token")
-	// ErrTokenExpired: the token's exp has passed (or it has none: OpenIM always sets one).
+	// ErrTokenExpired: the token's exp has passed.
 	ErrTokenExpired = errors.New("OpenIM token expired")
 	// ErrTokenKicked: OpenIM marked the token kicked (status 2), e.g. after a login elsewhere.
 	ErrTokenKicked = errors.New("OpenIM token kicked")

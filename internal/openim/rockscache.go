@@ -1,6 +1,7 @@
 package openim
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -41,7 +42,7 @@ func rocksInt(cmd *redis.SliceCmd) (int64, bool, error) {
 	}
 	n, perr := strconv.ParseInt(v, 10, 64)
 	if perr != nil {
-		return 0, false, recordError("rockscache value of "+cmd.Args()[1].(string), perr)
+		return 0, false, recordError(fmt.Sprint("rockscache value of ", cmd.Args()[1]), perr)
 	}
 	return n, true, nil
 }
