@@ -43,10 +43,7 @@ func (s *Store) States(ctx context.Context, userID string, conversationIDs []str
 		return out, nil
 	}
 
-	type keys struct {
-		malloc                   *redis.SliceCmd
-		minSeq, read, umin, umax *redis.SliceCmd
-	}
+	type keys struct{ malloc, minSeq, read, umin, umax *redis.SliceCmd }
 	cmds := make([]keys, len(conversationIDs))
 	pipe := s.rdb.Pipeline()
 	for i, c := range conversationIDs {
@@ -62,11 +59,12 @@ func (s *Store) States(ctx context.Context, userID string, conversationIDs []str
 		return nil, redisError("read seq state", err)
 	}
 
-	type pending struct {
-		curr, minSeq, read, umin, umax bool // found in Redis
+	// inRedis says which numbers Redis had; MongoDB is read for the others only.
+	type inRedis struct {
+		curr, minSeq, read, umin, umax bool
 		userMax                        int64
 	}
-	found := make([]pending, len(conversationIDs))
+	found := make([]inRedis, len(conversationIDs))
 	var needSeq, needUser []string
 	for i, c := range conversationIDs {
 		st, f := &out[i], &found[i]
