@@ -1,0 +1,12 @@
+// Package openim reads an existing OpenIM v3.8 deployment's MongoDB and Redis, read-only, and
+// answers in msggate's domain types: chunks (*im.Chunk), seq state (im.SeqState), who may read
+// what, a user's conversation list, OpenIM access tokens and OpenIM's quote rewrite.
+//
+// It never writes: no collection, no index, no document, no Redis key, no TTL refresh. Every
+// call reads OpenIM's records afresh (this package keeps no cache of its own), so what it
+// answers is as new as OpenIM's own stores. The records it reads, what each means and where in
+// OpenIM's source that meaning comes from are listed in RECORDS.md beside this file.
+//
+// It imports the MongoDB driver and go-redis because it is the adapter to an external system;
+// only the constructor sees driver types, every other exported API speaks im and standard types.
+package openim
