@@ -1,4 +1,4 @@
-package main
+package cache
 
 import (
 	"fmt"
@@ -17,15 +17,35 @@ import (
 // environment variable MSGGATE_REDIS_URL alone can point a deployment at a cluster.
 const clusterSchemeSuffix = "+cluster"
 
-// newRedisClient returns a client for cfg.RedisURL: a *redis.Client for redis:// and
-// rediss:// URLs, a *redis.ClusterClient for the cluster form above. cfg.RedisHook, when set,
-// is added to it; on a cluster it sees each call once, before go-redis splits it by node.
-func newRedisClient(cfg Config) (redis.UniversalClient, error) {
-	u, err := url.Parse(cfg.RedisURL)
+// Dial returns a Cache on the Redis that rawURL names: redis:// or rediss:// for one server,
+// the +cluster form above for a Redis Cluster. It only parses; connections are made as calls
+// need them. Close releases them.
+func Dial(rawURL string, opts Options) (*Cache, error) {
+	rdb, err := newClient(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	c := New(rdb, opts)
+	c.ownsClient = true
+	return c, nil
+}
+
+// Close closes the connections of a Cache that dialled them (Dial); a Cache over the caller's
+// client (New) leaves the client to the caller.
+func (c *Cache) Close() error {
+	if !c.ownsClient {
+		return nil
+	}
+	return c.rdb.Close()
+}
+
+// newClient returns a client for rawURL: a *redis.Client for redis:// and rediss:// URLs, a
+// *redis.ClusterClient for the cluster form.
+func newClient(rawURL string) (redis.UniversalClient, error) {
+	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("redis URL: %w", err)
 	}
-	var rdb redis.UniversalClient
 	if base, ok := strings.CutSuffix(u.Scheme, clusterSchemeSuffix); ok {
 		// A cluster has only database 0; refuse any other rather than ignore it.
 		if db := strings.Trim(u.Path, "/"); db != "" && db != "0" {
@@ -37,19 +57,14 @@ func newRedisClient(cfg Config) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("redis cluster URL: %w", err)
 		}
 		failFast(&opts.MaxRetries, &opts.MaxRetryBackoff, &opts.DialTimeout, &opts.DialerRetries)
-		rdb = redis.NewClusterClient(opts)
-	} else {
-		opts, err := redis.ParseURL(cfg.RedisURL)
-		if err != nil {
-			return nil, fmt.Errorf("redis URL: %w", err)
-		}
-		failFast(&opts.MaxRetries, &opts.MaxRetryBackoff, &opts.DialTimeout, &opts.DialerRetries)
-		rdb = redis.NewClient(opts)
+		return redis.NewClusterClient(opts), nil
 	}
-	if cfg.RedisHook != nil {
-		rdb.AddHook(cfg.RedisHook)
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("redis URL: %w", err)
 	}
-	return rdb, nil
+	failFast(&opts.MaxRetries, &opts.MaxRetryBackoff, &opts.DialTimeout, &opts.DialerRetries)
+	return redis.NewClient(opts), nil
 }
 
 // failFast sets the retry options the URL left unset. Redis is a cache in front of MongoDB:

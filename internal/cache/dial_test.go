@@ -1,4 +1,4 @@
-package main
+package cache
 
 import (
 	"slices"
@@ -11,10 +11,10 @@ import (
 
 // Ensure each Redis URL form gives the right kind of client with the gateway's fail-fast
 // retry options where the URL sets none, and that a URL the gateway cannot honour is refused.
-func TestNewRedisClient(t *testing.T) {
+func TestNewClient(t *testing.T) {
 	client := func(url string) redis.UniversalClient {
 		t.Helper()
-		rdb, err := newRedisClient(Config{RedisURL: url})
+		rdb, err := newClient(url)
 		if err != nil {
 			t.Fatalf("%s: %v", url, err)
 		}
@@ -55,7 +55,7 @@ func TestNewRedisClient(t *testing.T) {
 		"redis+cluster://10.0.0.1:7000?addr=x":  "addr",
 		"http://10.0.0.1:6379":                  "scheme",
 	} {
-		if _, err := newRedisClient(Config{RedisURL: url}); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := newClient(url); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err %v, want one mentioning %q", url, err, want)
 		}
 	}
