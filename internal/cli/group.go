@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -10,20 +10,21 @@ import (
 	"strings"
 
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/im"
 )
 
-// The store-changing subcommands (group, seed, import) open the same stores the gateway would
-// with the same flags and environment. On the embedded default, run them while the gateway is
-// stopped: the embedded store's files belong to one process at a time.
+// The store-changing subcommands (group, seed, import, retention) open the same stores the
+// gateway would with the same flags and environment. On the embedded default, run them while
+// the gateway is stopped: the embedded store's files belong to one process at a time.
 
 // openForCommand parses the common flags plus the command's own (added by extra) and opens
 // the stores.
-func openForCommand(ctx context.Context, name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*Main, *flag.FlagSet, error) {
-	cfg := Config{LogOutput: stderr}
+func openForCommand(ctx context.Context, name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*gateway.Gateway, *flag.FlagSet, error) {
+	cfg := gateway.Config{LogOutput: stderr}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfg.flags(fs)
+	cfg.RegisterFlags(fs)
 	if extra != nil {
 		extra(fs)
 	}
@@ -31,12 +32,12 @@ func openForCommand(ctx context.Context, name string, args []string, stderr io.W
 		return nil, nil, err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	m, err := Open(ctx, cfg, logger)
+	m, err := gateway.Open(ctx, cfg, logger)
 	return m, fs, err
 }
 
-// groupCommand: msggate group -id G -members alice:owner,bob:admin,carol
-func groupCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// Group: msggate group -id G -members alice:owner,bob:admin,carol
+func Group(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var id, list string
 	m, _, err := openForCommand(ctx, "group", args, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&id, "id", "", "group ID (required)")
@@ -83,36 +84,4 @@ func parseMembers(groupID, list string) ([]chunkstore.GroupMember, error) {
 		out = append(out, chunkstore.GroupMember{GroupID: groupID, UserID: user, Role: r})
 	}
 	return out, nil
-}
-
-// seedCommand: msggate seed
-func seedCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	m, _, err := openForCommand(ctx, "seed", args, stderr, nil)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	if err := seedDemo(ctx, m, stdout); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "demo data stored; try it as %s with the query:\n  %s\n", demoUser, demoQuery)
-	return nil
-}
-
-// importCommand: msggate import FILE
-func importCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	m, fs, err := openForCommand(ctx, "import", args, stderr, nil)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	if fs.NArg() != 1 {
-		return errors.New("usage: msggate import [flags] FILE (JSON Lines of messages with OpenIM field names)")
-	}
-	sum, err := importFile(ctx, m, fs.Arg(0), stderr)
-	for _, e := range sum.Errors {
-		fmt.Fprintln(stderr, e)
-	}
-	fmt.Fprintln(stdout, sum)
-	return err
 }

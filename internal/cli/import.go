@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -6,13 +6,33 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/im"
 )
+
+// Import: msggate import FILE
+func Import(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	m, fs, err := openForCommand(ctx, "import", args, stderr, nil)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if fs.NArg() != 1 {
+		return errors.New("usage: msggate import [flags] FILE (JSON Lines of messages with OpenIM field names)")
+	}
+	sum, err := importFile(ctx, m, fs.Arg(0), stderr)
+	for _, e := range sum.Errors {
+		fmt.Fprintln(stderr, e)
+	}
+	fmt.Fprintln(stdout, sum)
+	return err
+}
 
 // importBatch is how many lines go to the ingest path at once.
 const importBatch = 500
@@ -41,7 +61,7 @@ func (s ImportSummary) String() string {
 // through the ingest path in batches. A line without client_msg_id gets one derived from its
 // bytes, so running the same file again stores nothing twice. Bad lines are counted and named
 // in the summary, not fatal. progress, when not nil, gets a progress bar over the file's size.
-func importMessages(ctx context.Context, m *Main, r io.Reader, size int64, progress io.Writer) (ImportSummary, error) {
+func importMessages(ctx context.Context, m *gateway.Gateway, r io.Reader, size int64, progress io.Writer) (ImportSummary, error) {
 	var sum ImportSummary
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxImportLine)
@@ -136,7 +156,7 @@ func drawProgress(w io.Writer, read, size int64, lines int) {
 }
 
 // importFile opens path and imports it (see importMessages).
-func importFile(ctx context.Context, m *Main, path string, progress io.Writer) (ImportSummary, error) {
+func importFile(ctx context.Context, m *gateway.Gateway, path string, progress io.Writer) (ImportSummary, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return ImportSummary{}, err

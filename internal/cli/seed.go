@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/ingest"
 )
@@ -15,10 +16,11 @@ import (
 // messages so that its chunks roll over, with a few messages revoked and deleted. Every message
 // has a fixed client message ID, so seeding twice stores nothing twice.
 const (
-	demoUser  = "alice"
+	// DemoUser is the user whose demo token serve prints.
+	DemoUser  = "alice"
 	demoGroup = "friends"
-	// demoQuery is the example printed at start-up; the tests run it against seeded data.
-	demoQuery = `{ viewer { totalUnread conversations(first: 5) { nodes { id unreadCount lastMessage { seq sendID content } } } } }`
+	// DemoQuery is the example printed at start-up; the tests run it against seeded data.
+	DemoQuery = `{ viewer { totalUnread conversations(first: 5) { nodes { id unreadCount lastMessage { seq sendID content } } } } }`
 )
 
 var demoLines = []string{
@@ -30,9 +32,23 @@ var demoLines = []string{
 	"perfect, see you there",
 }
 
+// Seed: msggate seed
+func Seed(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	m, _, err := openForCommand(ctx, "seed", args, stderr, nil)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if err := seedDemo(ctx, m, stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "demo data stored; try it as %s with the query:\n  %s\n", DemoUser, DemoQuery)
+	return nil
+}
+
 // seedDemo stores the demo data set through the ingest path. progress receives one line per
 // step.
-func seedDemo(ctx context.Context, m *Main, progress io.Writer) error {
+func seedDemo(ctx context.Context, m *gateway.Gateway, progress io.Writer) error {
 	members := []chunkstore.GroupMember{
 		{GroupID: demoGroup, UserID: "alice", Role: im.RoleOwner},
 		{GroupID: demoGroup, UserID: "bob", Role: im.RoleAdmin},

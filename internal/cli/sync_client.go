@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -7,29 +7,29 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/syncclient"
 )
 
-// syncClientCommand: msggate sync-client -user U [-url http://localhost:8080] [-token T]
+// SyncClient: msggate sync-client -user U [-url http://localhost:8080] [-token T]
 //
 // It runs the reference sync client for one user against a running gateway and prints what it
 // does until interrupted, then the replica it ended with. Without -token it mints one the way
 // the token command does, from -secret (or MSGGATE_JWT_SECRET) or the secret the gateway keeps
 // in -data-dir; it never generates a secret, which the gateway would not know.
-func syncClientCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func SyncClient(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sync-client", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	user := fs.String("user", "", "user ID to sync as (required)")
 	url := fs.String("url", "http://localhost:8080", "the gateway's URL")
 	tok := fs.String("token", "", "bearer token; empty: mint one from -secret or -data-dir")
-	secret := fs.String("secret", os.Getenv("MSGGATE_JWT_SECRET"), "JWT secret to mint the token with (MSGGATE_JWT_SECRET)")
-	dataDir := fs.String("data-dir", envOr("MSGGATE_DATA_DIR", "./data"), "the gateway's data directory, holding its generated secret (MSGGATE_DATA_DIR)")
+	var secret gateway.Config
+	secret.RegisterSecretFlags(fs)
 	full := fs.Bool("full-history", false, "keep every message of every conversation, not only the newest and new ones")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -39,16 +39,16 @@ func syncClientCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	jwt := *tok
 	if jwt == "" {
-		if *secret == "" {
-			if _, err := os.Stat(filepath.Join(*dataDir, "jwt-secret")); err != nil {
-				return fmt.Errorf("sync-client: no token: pass -token, -secret, or the gateway's -data-dir (no jwt-secret in %s)", *dataDir)
+		if secret.JWTSecret == "" {
+			if _, err := os.Stat(gateway.SecretPath(secret.DataDir)); err != nil {
+				return fmt.Errorf("sync-client: no token: pass -token, -secret, or the gateway's -data-dir (no jwt-secret in %s)", secret.DataDir)
 			}
 		}
-		s, err := jwtSecret(Config{JWTSecret: *secret, DataDir: *dataDir})
+		s, err := gateway.JWTSecret(secret)
 		if err != nil {
 			return err
 		}
-		if jwt, err = auth.Issue(s, *user, false, 24*time.Hour, time.Now()); err != nil {
+		if jwt, err = auth.Issue(s, *user, false, tokenTTL, time.Now()); err != nil {
 			return err
 		}
 	}
@@ -95,11 +95,4 @@ func printReplica(w io.Writer, c *syncclient.Client) {
 	}
 	sort.Strings(ops)
 	fmt.Fprintf(w, "HTTP requests: %s\n", strings.Join(ops, ", "))
-}
-
-func envOr(k, def string) string {
-	if v, ok := os.LookupEnv(k); ok {
-		return v
-	}
-	return def
 }
