@@ -1,13 +1,15 @@
-package main
+package e2e
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 )
 
-// auditResult is one line of tools/e2e/audit.mjs's output.
+// auditResult is one line of audit.mjs's output.
 type auditResult struct {
 	ID          string `json:"id"`
 	Name        string `json:"name"`
@@ -22,8 +24,8 @@ type auditResult struct {
 // auditServer checks it (zero error results); its warnings and notices are logged, since they
 // are SHOULDs the gateway may have decided against.
 func TestGraphQLOverHTTPAudit(t *testing.T) {
-	g := startGateway(t)
-	out := runE2E(t, "audit.mjs", g.url+"/query")
+	g := gatewaytest.Start(t)
+	out := runE2E(t, "audit.mjs", g.URL+"/query")
 
 	var results []auditResult
 	sc := bufio.NewScanner(bytes.NewReader(out))

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// nodeCommand prepares one of the Node scripts in tools/e2e to run under ctx. A missing node
+// nodeCommand prepares one of the Node scripts in this directory to run under ctx. A missing node
 // or node_modules (or the module the script needs) fails the test: ./scripts/test installs
 // them.
 func nodeCommand(t *testing.T, ctx context.Context, module, script string, args ...string) *exec.Cmd {
@@ -22,7 +22,8 @@ func nodeCommand(t *testing.T, ctx context.Context, module, script string, args 
 	if err != nil {
 		t.Fatal("node is not installed; run ./scripts/test, which installs the end-to-end tooling")
 	}
-	dir, err := filepath.Abs(filepath.Join("tools", "e2e"))
+	// The test runs in this directory, which holds the scripts and their package.json.
+	dir, err := filepath.Abs(".")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func nodeCommand(t *testing.T, ctx context.Context, module, script string, args 
 	return cmd
 }
 
-// runE2E runs one of the Node scripts in tools/e2e with the given arguments and returns its
+// runE2E runs one of the Node scripts in this directory with the given arguments and returns its
 // stdout.
 func runE2E(t *testing.T, script string, args ...string) []byte {
 	t.Helper()
@@ -53,7 +54,7 @@ func runE2E(t *testing.T, script string, args ...string) []byte {
 	return stdout.Bytes()
 }
 
-// startNodeScript starts one of the Node scripts in tools/e2e with piped stdin and a channel of
+// startNodeScript starts one of the Node scripts in this directory with piped stdin and a channel of
 // its stdout lines; the process is killed when the test ends.
 func startNodeScript(t *testing.T, script string, args ...string) (stdin io.WriteCloser, lines <-chan string) {
 	t.Helper()

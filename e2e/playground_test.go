@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/msggate/msggate/internal/playground"
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 )
 
 // chromiumPath is Debian's chromium package, which ./scripts/test installs.
 const chromiumPath = "/usr/bin/chromium"
 
-// graphiqlRun is what tools/e2e/graphiql.mjs reports.
+// graphiqlRun is what graphiql.mjs reports.
 type graphiqlRun struct {
 	DocsText         string   `json:"docsText"`
 	ResultText       string   `json:"resultText"`
@@ -39,13 +39,13 @@ func TestGraphiQLRunsAQueryOffline(t *testing.T) {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Fatalf("%s is missing; run ./scripts/test, which installs Debian's chromium", chromiumPath)
 	}
-	g := startGateway(t)
-	alice := g.token("alice")
-	g.sendGQL(alice, map[string]any{"recvID": "bob", "contentType": 101, "content": "hello from GraphiQL"})
+	g := gatewaytest.Start(t)
+	alice := g.Token("alice")
+	g.SendGQL(alice, map[string]any{"recvID": "bob", "contentType": 101, "content": "hello from GraphiQL"})
 
 	// The gateway as `msggate serve` runs it by default: GraphiQL on.
-	g.m.Config.Playground = true
-	srv := httptest.NewServer(g.m.Handler())
+	g.Config.Playground = true
+	srv := httptest.NewServer(g.Handler())
 	t.Cleanup(srv.Close)
 
 	opts, _ := json.Marshal(map[string]string{
@@ -81,7 +81,7 @@ func TestGraphiQLRunsAQueryOffline(t *testing.T) {
 				LastMessage struct{ Content string }
 			}
 		}
-		Errors []gqlError
+		Errors []gatewaytest.Error
 	}
 	if err := json.Unmarshal([]byte(run.ResultText), &shown); err != nil {
 		t.Fatalf("the result pane does not show a GraphQL response: %v\n%s", err, run.ResultText)
@@ -98,28 +98,5 @@ func TestGraphiQLRunsAQueryOffline(t *testing.T) {
 	}
 	for _, e := range append(run.PageErrors, run.ConsoleErrors...) {
 		t.Errorf("browser error: %s", e)
-	}
-}
-
-// Ensure the query GraphiQL shows on a first visit runs against the schema the gateway serves,
-// so the first thing a user runs is not a validation error.
-func TestGraphiQLDefaultQueryIsValid(t *testing.T) {
-	g := startGateway(t)
-	alice := g.token("alice")
-	g.sendGQL(alice, map[string]any{"recvID": "bob", "contentType": 101, "content": "hi"})
-	var out struct {
-		Viewer struct {
-			UserID        string
-			Conversations struct {
-				Nodes []struct {
-					ID          string
-					LastMessage struct{ Content string }
-				}
-			}
-		}
-	}
-	g.query(alice, playground.DefaultQuery, nil, &out)
-	if v := out.Viewer; v.UserID != "alice" || len(v.Conversations.Nodes) != 1 || v.Conversations.Nodes[0].LastMessage.Content != "hi" {
-		t.Errorf("the default query returned %+v", v)
 	}
 }

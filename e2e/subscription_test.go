@@ -1,17 +1,16 @@
-package main
+package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 )
 
-// nodeLine is one line tools/e2e/subscribe.mjs prints.
+// nodeLine is one line subscribe.mjs prints.
 type nodeLine struct {
 	Type  string `json:"type"`
 	Event *struct {
@@ -53,24 +52,18 @@ func nextNodeLine(t *testing.T, lines <-chan string) nodeLine {
 // receives within one second a message sent through the other instance. The clock starts
 // in Node when the test tells it the send is about to happen, and stops when the event is in.
 func TestSubscriptionNodeClient(t *testing.T) {
-	gws := startGatewayPair(t, nil)
-	alice, bob := gws[0].token("alice"), gws[1].token("bob")
+	gws := gatewaytest.StartPair(t, nil)
+	alice, bob := gws[0].Token("alice"), gws[1].Token("bob")
 	var st struct{ SyncState struct{ Token string } }
-	gws[0].query(alice, `{ syncState(first: 1) { token } }`, nil, &st)
+	gws[0].Query(alice, `{ syncState(first: 1) { token } }`, nil, &st)
 
-	stdin, lines := startNodeScript(t, "subscribe.mjs", strings.Replace(gws[0].url, "http", "ws", 1)+"/query", alice, st.SyncState.Token)
+	stdin, lines := startNodeScript(t, "subscribe.mjs", strings.Replace(gws[0].URL, "http", "ws", 1)+"/query", alice, st.SyncState.Token)
 	if l := nextNodeLine(t, lines); l.Type != "connected" {
 		t.Fatalf("first line %+v, want connected", l)
 	}
 	// The subscription is live on instance 1 once its hub holds it: only then is the send a
 	// test of live delivery rather than of replay.
-	deadline := time.Now().Add(30 * time.Second)
-	for gws[0].m.Hub.Subscribers() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the Node client's subscription never reached the hub")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	gatewaytest.WaitFor(t, 30*time.Second, "the Node client's subscription never reached the hub", func() bool { return gws[0].Hub.Subscribers() > 0 })
 	if _, err := io.WriteString(stdin, "send\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +71,7 @@ func TestSubscriptionNodeClient(t *testing.T) {
 		t.Fatalf("after the signal: %+v, want armed", l)
 	}
 	sent := time.Now()
-	m := gws[1].sendGQL(bob, map[string]any{"recvID": "alice", "contentType": 101, "content": "through the other instance"})
+	m := gws[1].SendGQL(bob, map[string]any{"recvID": "alice", "contentType": 101, "content": "through the other instance"})
 	sendTook := time.Since(sent)
 	for {
 		l := nextNodeLine(t, lines)
@@ -96,83 +89,5 @@ func TestSubscriptionNodeClient(t *testing.T) {
 			t.Errorf("delivered %.1f ms after the send started, want under 1000 ms", *l.ElapsedMs)
 		}
 		return
-	}
-}
-
-// Ensure the legacy graphql-ws protocol (connection_init, start, data) works too, with the
-// token given as {"authToken": ...}: an event sent through the other instance arrives.
-func TestSubscriptionLegacyProtocol(t *testing.T) {
-	gws := startGatewayPair(t, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, _, err := websocket.Dial(ctx, strings.Replace(gws[0].url, "http", "ws", 1)+"/query",
-		&websocket.DialOptions{Subprotocols: []string{"graphql-ws"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.CloseNow() }()
-	if conn.Subprotocol() != "graphql-ws" {
-		t.Fatalf("subprotocol %q, want graphql-ws", conn.Subprotocol())
-	}
-	write := func(v any) {
-		b, _ := json.Marshal(v)
-		if err := conn.Write(ctx, websocket.MessageText, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	read := func() map[string]any {
-		for {
-			_, b, err := conn.Read(ctx)
-			if err != nil {
-				t.Fatalf("read: %v", err)
-			}
-			var m map[string]any
-			if err := json.Unmarshal(b, &m); err != nil {
-				t.Fatal(err)
-			}
-			if m["type"] != "ka" {
-				return m
-			}
-		}
-	}
-	write(map[string]any{"type": "connection_init", "payload": map[string]any{"authToken": gws[0].token("carol")}})
-	if m := read(); m["type"] != "connection_ack" {
-		t.Fatalf("after connection_init: %v", m)
-	}
-	write(map[string]any{"id": "1", "type": "start", "payload": map[string]any{
-		"query": `subscription { syncEvents { type conversationID seq sendID unreadCount } }`}})
-	deadline := time.Now().Add(20 * time.Second)
-	for gws[0].m.Hub.Subscribers() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the subscription never reached the hub")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	gws[1].sendGQL(gws[1].token("dave"), map[string]any{"recvID": "carol", "contentType": 101, "content": "legacy"})
-	m := read()
-	if m["type"] != "data" || m["id"] != "1" {
-		t.Fatalf("got %v, want a data message for id 1", m)
-	}
-	b, _ := json.Marshal(m["payload"])
-	var p struct {
-		Data struct {
-			SyncEvents struct {
-				Type           string
-				ConversationID string
-				Seq            int64
-				SendID         string
-				UnreadCount    int64
-			}
-		}
-	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		t.Fatal(err)
-	}
-	if ev := p.Data.SyncEvents; ev.Type != "NEW_MESSAGE" || ev.ConversationID != "si_carol_dave" || ev.Seq != 1 || ev.SendID != "dave" || ev.UnreadCount != 1 {
-		t.Fatalf("event %+v", ev)
-	}
-	write(map[string]any{"id": "1", "type": "stop"})
-	if m := read(); m["type"] != "complete" {
-		t.Fatalf("after stop: %v", m)
 	}
 }

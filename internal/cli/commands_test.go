@@ -1,26 +1,29 @@
-package main
+package cli_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/msggate/msggate/internal/cli"
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 )
 
-// storeFlags points a subcommand at the test gateway's stores.
-func (g *gateway) storeFlags() []string {
-	return []string{"-mongo-uri", g.m.Config.MongoURI, "-mongo-db", g.m.Config.MongoDatabase, "-redis-url", g.m.Config.RedisURL}
-}
+// command is a subcommand of package cli.
+type command func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
-func (g *gateway) runCommand(args ...string) (stdout, stderr string) {
-	g.t.Helper()
+// runCommand runs cmd with args, which must succeed, and returns what it printed.
+func runCommand(t *testing.T, cmd command, args ...string) (stdout, stderr string) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	if err := run(context.Background(), args, &out, &errb); err != nil {
-		g.t.Fatalf("%v: %v\n%s", args, err, errb.String())
+	if err := cmd(context.Background(), args, &out, &errb); err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, errb.String())
 	}
 	return out.String(), errb.String()
 }
@@ -28,12 +31,12 @@ func (g *gateway) runCommand(args ...string) (stdout, stderr string) {
 // Ensure `seed` stores the demo data, the example query printed at start-up returns it, and
 // seeding again stores nothing twice.
 func TestSeedThenExampleQuery(t *testing.T) {
-	g := startGateway(t)
-	g.runCommand(append([]string{"seed"}, g.storeFlags()...)...)
+	g := gatewaytest.Start(t)
+	runCommand(t, cli.Seed, g.StoreFlags()...)
 	check := func() {
 		t.Helper()
-		var v viewerJSON
-		g.query(g.token(demoUser), demoQuery, nil, &v)
+		var v gatewaytest.Viewer
+		g.Query(g.Token(cli.DemoUser), cli.DemoQuery, nil, &v)
 		nodes := v.Viewer.Conversations.Nodes
 		if len(nodes) != 3 || nodes[0].ID != "sg_friends" || nodes[0].LastMessage == nil || nodes[0].LastMessage.Seq != 260 {
 			t.Fatalf("example query: %+v", v.Viewer)
@@ -41,28 +44,28 @@ func TestSeedThenExampleQuery(t *testing.T) {
 		if v.Viewer.TotalUnread == 0 {
 			t.Errorf("the demo user should have unread messages: %+v", v.Viewer)
 		}
-		got := g.statuses(g.token("bob"), "sg_friends", 100, 101, 102)
+		got := g.Statuses(g.Token("bob"), "sg_friends", 100, 101, 102)
 		if strings.Join(got, " ") != "OK REVOKED DELETED" {
 			t.Errorf("demo group seqs 100..102 read %v", got)
 		}
 	}
 	check()
-	g.runCommand(append([]string{"seed"}, g.storeFlags()...)...)
+	runCommand(t, cli.Seed, g.StoreFlags()...)
 	check()
 }
 
 // Ensure `group` sets a member list with roles and refuses a malformed one.
 func TestGroupCommand(t *testing.T) {
-	g := startGateway(t)
-	out, _ := g.runCommand(append([]string{"group", "-id", "book-club", "-members", "alice:owner,bob"}, g.storeFlags()...)...)
+	g := gatewaytest.Start(t)
+	out, _ := runCommand(t, cli.Group, append([]string{"-id", "book-club", "-members", "alice:owner,bob"}, g.StoreFlags()...)...)
 	if !strings.Contains(out, "2 members") {
 		t.Errorf("output %q", out)
 	}
-	g.sendGQL(g.token("bob"), map[string]any{"groupID": "book-club", "contentType": 101, "content": "hi"})
-	if code := g.errorCode(g.token("carol"), convQuery, map[string]any{"id": "sg_book-club"}); code != "FORBIDDEN" {
+	g.SendGQL(g.Token("bob"), map[string]any{"groupID": "book-club", "contentType": 101, "content": "hi"})
+	if code := g.ErrorCode(g.Token("carol"), gatewaytest.ConversationQuery, map[string]any{"id": "sg_book-club"}); code != "FORBIDDEN" {
 		t.Errorf("carol: %q", code)
 	}
-	err := run(context.Background(), append([]string{"group", "-id", "x", "-members", "alice:king"}, g.storeFlags()...), &bytes.Buffer{}, &bytes.Buffer{})
+	err := cli.Group(context.Background(), append([]string{"-id", "x", "-members", "alice:king"}, g.StoreFlags()...), &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "role") {
 		t.Errorf("a bad role: %v", err)
 	}
@@ -71,7 +74,7 @@ func TestGroupCommand(t *testing.T) {
 // Ensure `import` stores a 10,000-message file through the ingest path with a progress bar and
 // a summary, rejects bad lines without stopping, and stores nothing new when run again.
 func TestImportTenThousandMessages(t *testing.T) {
-	g := startGateway(t)
+	g := gatewaytest.Start(t)
 	path := filepath.Join(t.TempDir(), "messages.jsonl")
 	var b strings.Builder
 	const convs, per = 20, 500
@@ -95,19 +98,19 @@ func TestImportTenThousandMessages(t *testing.T) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := append(append([]string{"import"}, g.storeFlags()...), path)
-	out, progress := g.runCommand(args...)
+	args := append(g.StoreFlags(), path)
+	out, progress := runCommand(t, cli.Import, args...)
 	if want := "10002 lines: 10000 stored, 0 already there, 0 not stored (transient), 2 rejected"; !strings.Contains(out, want) {
 		t.Fatalf("summary %q, want %q", out, want)
 	}
 	if !strings.Contains(progress, "100%") || !strings.Contains(progress, "line 4002") {
 		t.Errorf("progress and rejected lines on stderr: %q", progress[max(0, len(progress)-400):])
 	}
-	out, _ = g.runCommand(args...)
+	out, _ = runCommand(t, cli.Import, args...)
 	if want := "10002 lines: 0 stored, 10000 already there"; !strings.Contains(out, want) {
 		t.Fatalf("second run: %q, want %q", out, want)
 	}
-	if c := g.conversation(g.token("alice"), "si_alice_u07"); c.MaxSeq != per || c.UnreadCount != per {
+	if c := g.Conversation(g.Token("alice"), "si_alice_u07"); c.MaxSeq != per || c.UnreadCount != per {
 		t.Errorf("si_alice_u07 after two imports: %+v", c)
 	}
 }

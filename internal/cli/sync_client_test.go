@@ -1,4 +1,4 @@
-package main
+package cli_test
 
 import (
 	"bytes"
@@ -7,20 +7,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/msggate/msggate/internal/cli"
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/testenv"
 )
 
 // Ensure `msggate sync-client -user U` mints its token from the secret, bootstraps, prints the
 // events it applies live until interrupted, then prints its replica and what it cost.
 func TestSyncClientCommand(t *testing.T) {
-	g := startGateway(t)
-	g.send("bob", "alice", "", 2)
+	g := gatewaytest.Start(t)
+	g.Send("bob", "alice", "", 2)
 	var stdout, stderr testenv.LogBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"sync-client", "-user", "alice", "-url", g.url, "-secret", g.m.Config.JWTSecret}, &stdout, &stderr)
+		done <- cli.SyncClient(ctx, []string{"-user", "alice", "-url", g.URL, "-secret", g.Config.JWTSecret}, &stdout, &stderr)
 	}()
 	waitForOutput := func(want string) {
 		t.Helper()
@@ -33,7 +35,7 @@ func TestSyncClientCommand(t *testing.T) {
 		}
 	}
 	waitForOutput("subscribed to syncEvents")
-	g.send("bob", "alice", "", 1)
+	g.Send("bob", "alice", "", 1)
 	waitForOutput("NEW_MESSAGE si_alice_bob seq 3 from bob")
 	waitForOutput("fetched 1 messages")
 	cancel()
@@ -60,7 +62,7 @@ func TestSyncClientCommand(t *testing.T) {
 // what to pass instead of generating a secret the gateway would not know.
 func TestSyncClientCommandNeedsAToken(t *testing.T) {
 	t.Setenv("MSGGATE_JWT_SECRET", "")
-	err := run(context.Background(), []string{"sync-client", "-user", "alice", "-data-dir", t.TempDir()}, &bytes.Buffer{}, &bytes.Buffer{})
+	err := cli.SyncClient(context.Background(), []string{"-user", "alice", "-data-dir", t.TempDir()}, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "pass -token, -secret") {
 		t.Fatalf("got %v, want an error naming -token and -secret", err)
 	}

@@ -1,4 +1,4 @@
-package main
+package gateway_test
 
 import (
 	"encoding/json"
@@ -6,22 +6,23 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 )
 
 // Ensure every query and mutation answers members with data and everyone else with FORBIDDEN
 // or UNAUTHENTICATED, and that refused requests change nothing.
 func TestAuthorizationMatrix(t *testing.T) {
-	g := startGateway(t)
-	admin := g.admin()
+	g := gatewaytest.Start(t)
+	admin := g.Admin()
 	members := func(m ...map[string]any) map[string]any { return map[string]any{"g": "team", "m": m} }
-	g.query(admin, groupMutation, members(
+	g.Query(admin, groupMutation, members(
 		map[string]any{"userID": "alice", "role": "OWNER"}, map[string]any{"userID": "bob"}, map[string]any{"userID": "gone"}), &struct{}{})
-	alice, bob, gone := g.token("alice"), g.token("bob"), g.token("gone")
-	g.sendGQL(alice, map[string]any{"groupID": "team", "contentType": 101, "content": "a1"})
-	g.sendGQL(bob, map[string]any{"groupID": "team", "contentType": 101, "content": "b2"})
-	g.query(admin, groupMutation, members(map[string]any{"userID": "alice", "role": "OWNER"}, map[string]any{"userID": "bob"}), &struct{}{})
+	alice, bob, gone := g.Token("alice"), g.Token("bob"), g.Token("gone")
+	g.SendGQL(alice, map[string]any{"groupID": "team", "contentType": 101, "content": "a1"})
+	g.SendGQL(bob, map[string]any{"groupID": "team", "contentType": 101, "content": "b2"})
+	g.Query(admin, groupMutation, members(map[string]any{"userID": "alice", "role": "OWNER"}, map[string]any{"userID": "bob"}), &struct{}{})
 
-	expired, _ := auth.Issue(g.m.Secret, "bob", false, time.Hour, time.Now().Add(-2*time.Hour))
+	expired, _ := auth.Issue(g.Secret, "bob", false, time.Hour, time.Now().Add(-2*time.Hour))
 	forged, _ := auth.Issue([]byte("not-the-gateway-secret-0123456789"), "bob", false, time.Hour, time.Now())
 	type op struct {
 		name, query string
@@ -29,10 +30,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 	}
 	conv := "sg_team"
 	ops := []op{
-		{"conversation", convQuery, map[string]any{"id": conv}},
-		{"messages", messagesQuery, map[string]any{"c": conv, "s": []int64{1, 2}}},
+		{"conversation", gatewaytest.ConversationQuery, map[string]any{"id": conv}},
+		{"messages", gatewaytest.MessagesQuery, map[string]any{"c": conv, "s": []int64{1, 2}}},
 		{"history", `query($id: ID!) { conversation(id: $id) { history { messages { seq } } } }`, map[string]any{"id": conv}},
-		{"sendMessage", sendMutation, map[string]any{"in": map[string]any{"groupID": "team", "contentType": 101, "content": "x"}}},
+		{"sendMessage", gatewaytest.SendMutation, map[string]any{"in": map[string]any{"groupID": "team", "contentType": 101, "content": "x"}}},
 		{"markConversationRead", `mutation($c: ID!) { markConversationRead(conversationID: $c) { readSeq } }`, map[string]any{"c": conv}},
 		{"revokeMessage", revokeMutation, map[string]any{"c": conv, "s": 2}},
 		{"deleteMessages", deleteMutation, map[string]any{"c": conv, "s": []int64{1}}},
@@ -41,7 +42,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 	refused := []struct {
 		who, token, code string
 	}{
-		{"non-member", g.token("eve"), "FORBIDDEN"},
+		{"non-member", g.Token("eve"), "FORBIDDEN"},
 		{"admin, not a member", admin, "FORBIDDEN"},
 		{"removed member", gone, "FORBIDDEN"},
 		{"no token", "", "UNAUTHENTICATED"},
@@ -50,20 +51,20 @@ func TestAuthorizationMatrix(t *testing.T) {
 	}
 	snapshot := func() string {
 		var out struct {
-			Conversation convJSON
-			Messages     []msgJSON
+			Conversation gatewaytest.Conversation
+			Messages     []gatewaytest.Message
 		}
-		g.query(alice, `query { conversation(id: "sg_team") { maxSeq minSeq readSeq unreadCount }
+		g.Query(alice, `query { conversation(id: "sg_team") { maxSeq minSeq readSeq unreadCount }
 			messages(conversationID: "sg_team", seqs: [1, 2]) { seq status content } }`, nil, &out)
-		var bobView struct{ Conversation convJSON }
-		g.query(bob, convQuery, map[string]any{"id": conv}, &bobView)
+		var bobView struct{ Conversation gatewaytest.Conversation }
+		g.Query(bob, gatewaytest.ConversationQuery, map[string]any{"id": conv}, &bobView)
 		b, _ := json.Marshal([]any{out, bobView})
 		return string(b)
 	}
 	before := snapshot()
 	for _, p := range refused {
 		for _, o := range ops {
-			if code := g.errorCode(p.token, o.query, o.vars); code != p.code {
+			if code := g.ErrorCode(p.token, o.query, o.vars); code != p.code {
 				t.Errorf("%s, %s: code %q, want %q", p.who, o.name, code, p.code)
 			}
 		}
@@ -74,17 +75,17 @@ func TestAuthorizationMatrix(t *testing.T) {
 			if p.token == admin {
 				continue // the admin may manage groups: checked below
 			}
-			if code := g.errorCode(p.token, q.query, q.vars); code != want {
+			if code := g.ErrorCode(p.token, q.query, q.vars); code != want {
 				t.Errorf("%s, %s: code %q, want %q", p.who, q.name, code, want)
 			}
 		}
 		if p.code == "UNAUTHENTICATED" {
-			if code := g.errorCode(p.token, `{ viewer { userID } }`, nil); code != "UNAUTHENTICATED" {
+			if code := g.ErrorCode(p.token, `{ viewer { userID } }`, nil); code != "UNAUTHENTICATED" {
 				t.Errorf("%s, viewer: code %q", p.who, code)
 			}
 		}
 	}
-	if code := g.errorCode(bob, groupMutation, members(map[string]any{"userID": "bob", "role": "OWNER"})); code != "FORBIDDEN" {
+	if code := g.ErrorCode(bob, groupMutation, members(map[string]any{"userID": "bob", "role": "OWNER"})); code != "FORBIDDEN" {
 		t.Errorf("member, upsertGroup: code %q, want FORBIDDEN", code)
 	}
 	if after := snapshot(); after != before {
@@ -93,17 +94,17 @@ func TestAuthorizationMatrix(t *testing.T) {
 
 	// The member gets data for every operation (revoking their own message).
 	for _, o := range ops {
-		r := g.post(bob, o.query, o.vars)
+		r := g.Post(bob, o.query, o.vars)
 		if len(r.Errors) > 0 || string(r.Data) == "null" {
 			t.Errorf("member, %s: %+v", o.name, r.Errors)
 		}
 	}
-	var v viewerJSON
-	g.query(g.token("eve"), viewerQuery, nil, &v)
+	var v gatewaytest.Viewer
+	g.Query(g.Token("eve"), gatewaytest.ViewerQuery, nil, &v)
 	if v.Viewer.UserID != "eve" || len(v.Viewer.Conversations.Nodes) != 0 {
 		t.Errorf("a non-member's own viewer: %+v", v.Viewer)
 	}
-	g.query(gone, viewerQuery, nil, &v)
+	g.Query(gone, gatewaytest.ViewerQuery, nil, &v)
 	for _, c := range v.Viewer.Conversations.Nodes {
 		if c.ID == conv {
 			t.Errorf("a removed member still lists %s", conv)

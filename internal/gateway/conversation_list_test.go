@@ -1,44 +1,28 @@
-package main
+package gateway_test
 
 import (
 	"context"
 	"fmt"
 	"testing"
 
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/testenv"
 )
 
-const viewerQuery = `query($first: Int, $after: String) { viewer { userID totalUnread
-	conversations(first: $first, after: $after) { nodes { id maxSeq readSeq unreadCount lastMessage { seq content } } pageInfo { endCursor hasNextPage } } } }`
-
-type viewerJSON struct {
-	Viewer struct {
-		UserID        string
-		TotalUnread   int64
-		Conversations struct {
-			Nodes    []convJSON
-			PageInfo struct {
-				EndCursor   *string
-				HasNextPage bool
-			}
-		}
-	}
-}
-
 // Ensure the conversation list comes newest activity first, pages by cursor, and carries unread
 // counts and last messages; totalUnread adds them up.
 func TestViewerConversations(t *testing.T) {
-	g := startGateway(t)
-	alice := g.token("alice")
+	g := gatewaytest.Start(t)
+	alice := g.Token("alice")
 	// Activity order, oldest first: carol (2 messages), dave (1), erin (3, one of them alice's).
-	g.send("carol", "alice", "", 2)
-	g.send("dave", "alice", "", 1)
-	g.send("erin", "alice", "", 2)
-	g.sendGQL(alice, map[string]any{"recvID": "erin", "contentType": 101, "content": "mine"})
+	g.Send("carol", "alice", "", 2)
+	g.Send("dave", "alice", "", 1)
+	g.Send("erin", "alice", "", 2)
+	g.SendGQL(alice, map[string]any{"recvID": "erin", "contentType": 101, "content": "mine"})
 
-	var page viewerJSON
-	g.query(alice, viewerQuery, map[string]any{"first": 2}, &page)
+	var page gatewaytest.Viewer
+	g.Query(alice, gatewaytest.ViewerQuery, map[string]any{"first": 2}, &page)
 	v := page.Viewer
 	if v.UserID != "alice" || v.TotalUnread != 3 { // carol 2, dave 1, erin 0 (alice answered)
 		t.Fatalf("viewer %s totalUnread %d, want alice 3", v.UserID, v.TotalUnread)
@@ -50,7 +34,7 @@ func TestViewerConversations(t *testing.T) {
 	if nodes[0].UnreadCount != 0 || nodes[0].ReadSeq != 3 || nodes[0].LastMessage == nil || *nodes[0].LastMessage.Content != "mine" {
 		t.Errorf("erin: %+v (alice's own last message reads everything before it)", nodes[0])
 	}
-	g.query(alice, viewerQuery, map[string]any{"first": 2, "after": *v.Conversations.PageInfo.EndCursor}, &page)
+	g.Query(alice, gatewaytest.ViewerQuery, map[string]any{"first": 2, "after": *v.Conversations.PageInfo.EndCursor}, &page)
 	nodes = page.Viewer.Conversations.Nodes
 	if len(nodes) != 1 || nodes[0].ID != "si_alice_carol" || nodes[0].UnreadCount != 2 || page.Viewer.Conversations.PageInfo.HasNextPage {
 		t.Fatalf("second page: %+v", page.Viewer.Conversations)
@@ -63,7 +47,7 @@ func TestViewerConversations(t *testing.T) {
 		{map[string]any{"first": 0}, "BAD_USER_INPUT"},
 		{map[string]any{"after": "not-a-cursor!"}, "BAD_USER_INPUT"},
 	} {
-		if code := g.errorCode(alice, viewerQuery, tc.vars); code != tc.code {
+		if code := g.ErrorCode(alice, gatewaytest.ViewerQuery, tc.vars); code != tc.code {
 			t.Errorf("%v: code %q, want %q", tc.vars, code, tc.code)
 		}
 	}
@@ -73,23 +57,23 @@ func TestViewerConversations(t *testing.T) {
 // cache, one Redis round trip for seq and read state, one for chunks, and one MongoDB query
 // (the conversation list itself).
 func TestViewerConversationsPageIsBatched(t *testing.T) {
-	g := startGateway(t)
+	g := gatewaytest.Start(t)
 	// Ten batches of ten: FerretDB's bulk upserts slow down with the number of statements.
 	for batch := 0; batch < 10; batch++ {
 		msgs := make([]*im.Message, 10)
 		for i := range msgs {
 			msgs[i] = &im.Message{SendID: fmt.Sprintf("p%d%d", batch, i), RecvID: "alice", ContentType: 101, Content: "hello"}
 		}
-		if _, err := g.m.Ingest.Ingest(context.Background(), msgs); err != nil {
+		if _, err := g.Ingest.Ingest(context.Background(), msgs); err != nil {
 			t.Fatal(err)
 		}
 	}
-	alice := g.token("alice")
-	var page viewerJSON
-	g.query(alice, viewerQuery, map[string]any{"first": 100}, &page) // warms the cache
-	g.mongo.Reset()
-	g.rcount.Take()
-	g.query(alice, viewerQuery, map[string]any{"first": 100}, &page)
+	alice := g.Token("alice")
+	var page gatewaytest.Viewer
+	g.Query(alice, gatewaytest.ViewerQuery, map[string]any{"first": 100}, &page) // warms the cache
+	g.Mongo.Reset()
+	g.RoundTrips.Take()
+	g.Query(alice, gatewaytest.ViewerQuery, map[string]any{"first": 100}, &page)
 	if n := len(page.Viewer.Conversations.Nodes); n != 100 || page.Viewer.TotalUnread != 100 {
 		t.Fatalf("got %d conversations, totalUnread %d", n, page.Viewer.TotalUnread)
 	}
@@ -98,7 +82,7 @@ func TestViewerConversationsPageIsBatched(t *testing.T) {
 			t.Fatalf("conversation %+v", c)
 		}
 	}
-	trips := g.rcount.Take()
+	trips := g.RoundTrips.Take()
 	if n := testenv.Matching(trips, "hmget", ":seq"); n != 1 {
 		t.Errorf("%d Redis round trips read seq state, want 1", n)
 	}
@@ -107,7 +91,7 @@ func TestViewerConversationsPageIsBatched(t *testing.T) {
 	}
 	mongo := 0
 	for _, coll := range []string{"msg", "seq", "seq_user", "user_conversation", "group_member"} {
-		mongo += g.mongo.Count(coll, "find")
+		mongo += g.Mongo.Count(coll, "find")
 	}
 	if mongo != 1 {
 		t.Errorf("%d MongoDB queries, want 1 (the conversation list)", mongo)

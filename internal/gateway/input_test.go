@@ -1,4 +1,4 @@
-package main
+package gateway_test
 
 import (
 	"encoding/json"
@@ -8,21 +8,23 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 )
 
 // Ensure bad input gets a clear error with a code and changes nothing.
 func TestBadInputIsRefused(t *testing.T) {
-	g := startGateway(t)
-	alice := g.token("alice")
-	g.sendGQL(alice, map[string]any{"recvID": "bob", "contentType": 101, "content": "x"})
+	g := gatewaytest.Start(t)
+	alice := g.Token("alice")
+	g.SendGQL(alice, map[string]any{"recvID": "bob", "contentType": 101, "content": "x"})
 
 	many := make([]int64, 1001)
 	for i := range many {
 		many[i] = int64(i + 1)
 	}
 	forged, _ := auth.Issue([]byte("some-other-secret-0123456789abcdef"), "alice", false, time.Hour, time.Now())
-	expired, _ := auth.Issue(g.m.Secret, "alice", false, time.Hour, time.Now().Add(-2*time.Hour))
+	expired, _ := auth.Issue(g.Secret, "alice", false, time.Hour, time.Now().Add(-2*time.Hour))
 	send := func(in map[string]any) map[string]any { return map[string]any{"in": in} }
+	convQuery, messagesQuery, sendMutation := gatewaytest.ConversationQuery, gatewaytest.MessagesQuery, gatewaytest.SendMutation
 	for _, tc := range []struct {
 		name, token, query string
 		vars               map[string]any
@@ -51,25 +53,25 @@ func TestBadInputIsRefused(t *testing.T) {
 		{"garbage token", "not-a-jwt", sendMutation, send(map[string]any{"recvID": "bob", "contentType": 101, "content": "x"}), "UNAUTHENTICATED"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if code := g.errorCode(tc.token, tc.query, tc.vars); code != tc.code {
+			if code := g.ErrorCode(tc.token, tc.query, tc.vars); code != tc.code {
 				t.Errorf("code %q, want %q", code, tc.code)
 			}
 		})
 	}
-	if c := g.conversation(alice, "si_alice_bob"); c.MaxSeq != 1 {
+	if c := g.Conversation(alice, "si_alice_bob"); c.MaxSeq != 1 {
 		t.Errorf("refused requests stored something: maxSeq %d, want 1", c.MaxSeq)
 	}
 }
 
 // Ensure a request body that is not a GraphQL request is the client's error, not an internal one.
 func TestMalformedRequestBody(t *testing.T) {
-	g := startGateway(t)
+	g := gatewaytest.Start(t)
 	for _, body := range []string{"not json", `{"query": 42}`, `{"query": "{ viewer { userID } }", "variables": "x"}`} {
-		resp, err := http.Post(g.url+"/query", "application/json", strings.NewReader(body))
+		resp, err := http.Post(g.URL+"/query", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out gqlResponse
+		var out gatewaytest.Response
 		err = json.NewDecoder(resp.Body).Decode(&out)
 		resp.Body.Close()
 		if err != nil || len(out.Errors) == 0 || out.Errors[0].Extensions["code"] != "BAD_USER_INPUT" {

@@ -1,4 +1,4 @@
-package main
+package gateway_test
 
 import (
 	"bytes"
@@ -18,38 +18,40 @@ import (
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
-	"go.mongodb.org/mongo-driver/v2/event"
 
 	"github.com/msggate/msggate/graph"
+	"github.com/msggate/msggate/internal/gateway"
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/testenv"
 )
 
 // instance is one more gateway process on a gateway's MongoDB and Redis, as a second replica
-// behind a load balancer would be. Its Redis round trips are recorded in the gateway's rcount.
+// behind a load balancer would be. Its Redis round trips are recorded in the gateway's
+// RoundTrips.
 type instance struct {
-	*gateway
+	*gatewaytest.Gateway
 	mongoCommands atomic.Int64 // every MongoDB command this instance sent
 }
 
-// twin opens another Main on g's servers with g's configuration, changed by tune.
-func (g *gateway) twin(tune func(*Config)) *instance {
-	g.t.Helper()
+// twin opens another gateway on g's servers with g's configuration, changed by tune.
+func twin(g *gatewaytest.Gateway, tune func(*gateway.Config)) *instance {
+	g.T.Helper()
 	in := &instance{}
-	cfg := g.m.Config
-	watched := cfg.MongoMonitor
-	cfg.MongoMonitor = &event.CommandMonitor{Started: func(ctx context.Context, e *event.CommandStartedEvent) {
+	cfg := g.Config
+	watched := cfg.OnMongoCommand
+	cfg.OnMongoCommand = func(ctx context.Context, command, collection string) {
 		in.mongoCommands.Add(1)
-		if watched != nil && watched.Started != nil {
-			watched.Started(ctx, e)
+		if watched != nil {
+			watched(ctx, command, collection)
 		}
-	}}
+	}
 	if tune != nil {
 		tune(&cfg)
 	}
-	m := mustOpen(g.t, cfg, testLogger(g.t))
-	in.gateway = &gateway{t: g.t, m: m, url: serveMain(g.t, m), redis: g.redis, mongo: g.mongo, rcount: g.rcount}
+	m := gatewaytest.Open(g.T, cfg, gatewaytest.Logger(g.T))
+	in.Gateway = &gatewaytest.Gateway{Gateway: m, T: g.T, URL: gatewaytest.Serve(g.T, m), Redis: g.Redis, Mongo: g.Mongo, RoundTrips: g.RoundTrips}
 	in.mongoCommands.Store(0)
-	g.rcount.Take()
+	g.RoundTrips.Take()
 	return in
 }
 
@@ -60,7 +62,7 @@ func (in *instance) noStoreWork(t *testing.T, what string) {
 	if n := in.mongoCommands.Swap(0); n != 0 {
 		t.Errorf("%s: %d MongoDB commands, want none", what, n)
 	}
-	for _, trip := range in.rcount.Take() {
+	for _, trip := range in.RoundTrips.Take() {
 		if len(trip) != 1 || !strings.HasPrefix(trip[0], "eval") || !strings.HasSuffix(trip[0], ":rate") {
 			t.Errorf("%s: Redis round trip %v, want none but the rate limiter's", what, trip)
 		}
@@ -70,34 +72,8 @@ func (in *instance) noStoreWork(t *testing.T, what string) {
 // storeWork reports whether the instance asked MongoDB or read chunks or seq state from Redis
 // since the last call.
 func (in *instance) storeWork() bool {
-	trips := in.rcount.Take()
+	trips := in.RoundTrips.Take()
 	return in.mongoCommands.Swap(0) > 0 || testenv.Matching(trips, ":chunk:")+testenv.Matching(trips, ":seq")+testenv.Matching(trips, ":read") > 0
-}
-
-// do sends an HTTP request to /query and decodes the GraphQL response.
-func (g *gateway) do(req *http.Request, token string) (*http.Response, gqlResponse) {
-	g.t.Helper()
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out gqlResponse
-	if err := json.Unmarshal(raw, &out); err != nil {
-		g.t.Fatalf("response %d (%s) is not GraphQL JSON: %.200s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
-	}
-	return resp, out
-}
-
-// postBody posts a JSON request body as given.
-func (g *gateway) postBody(token string, body []byte) (*http.Response, gqlResponse) {
-	req, _ := http.NewRequest(http.MethodPost, g.url+"/query", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	return g.do(req, token)
 }
 
 func requestBody(query string, vars map[string]any, extensions map[string]any) []byte {
@@ -106,7 +82,7 @@ func requestBody(query string, vars map[string]any, extensions map[string]any) [
 }
 
 // refusedBy fails unless r is a LIMIT_EXCEEDED error from the named limit, with no data.
-func refusedBy(t *testing.T, r gqlResponse, limit string) {
+func refusedBy(t *testing.T, r gatewaytest.Response, limit string) {
 	t.Helper()
 	if len(r.Errors) == 0 {
 		t.Fatalf("not refused: data %s", r.Data)
@@ -123,13 +99,13 @@ func refusedBy(t *testing.T, r gqlResponse, limit string) {
 // Ensure each limit refuses its request with LIMIT_EXCEEDED, naming the limit, before any
 // store is asked, while the same request within the limit runs.
 func TestLimitsRefuseBeforeStoreWork(t *testing.T) {
-	g := startGateway(t)
-	g.send("bob", "alice", "", 3)
+	g := gatewaytest.Start(t)
+	g.Send("bob", "alice", "", 3)
 	// The schema nests at most 7 fields deep (no type leads back to an earlier one), so the
 	// default of 12 cannot be reached: this instance lowers it to see it work.
-	in := g.twin(func(c *Config) { c.MaxDepth = 4 })
-	alice := in.token("alice")
-	in.post(alice, `{ viewer { userID } }`, nil) // the rate limiter's script is loaded now
+	in := twin(g, func(c *gateway.Config) { c.MaxDepth = 4 })
+	alice := in.Token("alice")
+	in.Post(alice, `{ viewer { userID } }`, nil) // the rate limiter's script is loaded now
 	in.storeWork()
 
 	const conv = `conversation(id: "si_alice_bob") { maxSeq lastMessage { seq } }`
@@ -161,10 +137,10 @@ func TestLimitsRefuseBeforeStoreWork(t *testing.T) {
 	} {
 		t.Run(tc.limit, func(t *testing.T) {
 			vars := map[string]any{"s": seqs}
-			_, r := in.postBody(alice, requestBody(tc.query, vars, nil))
+			_, r := in.PostBody(alice, requestBody(tc.query, vars, nil))
 			refusedBy(t, r, tc.limit)
 			in.noStoreWork(t, tc.limit)
-			if r := in.post(alice, tc.within, vars); len(r.Errors) > 0 {
+			if r := in.Post(alice, tc.within, vars); len(r.Errors) > 0 {
 				t.Fatalf("within the limit: %+v", r.Errors)
 			}
 			if !in.storeWork() {
@@ -175,7 +151,7 @@ func TestLimitsRefuseBeforeStoreWork(t *testing.T) {
 
 	t.Run("body", func(t *testing.T) {
 		big := requestBody("{ "+conv+" }", map[string]any{"pad": strings.Repeat("x", 1<<20)}, nil)
-		resp, r := in.postBody(alice, big)
+		resp, r := in.PostBody(alice, big)
 		refusedBy(t, r, "bodySize")
 		if resp.StatusCode != http.StatusRequestEntityTooLarge {
 			t.Errorf("status %d, want 413", resp.StatusCode)
@@ -183,10 +159,10 @@ func TestLimitsRefuseBeforeStoreWork(t *testing.T) {
 		in.noStoreWork(t, "body with Content-Length")
 
 		// Without a Content-Length the body is cut off while it is read.
-		req, _ := http.NewRequest(http.MethodPost, in.url+"/query", io.MultiReader(bytes.NewReader(big)))
+		req, _ := http.NewRequest(http.MethodPost, in.URL+"/query", io.MultiReader(bytes.NewReader(big)))
 		req.Header.Set("Content-Type", "application/json")
 		req.ContentLength = -1
-		resp, r = in.do(req, alice)
+		resp, r = in.Do(req, alice)
 		refusedBy(t, r, "bodySize")
 		if resp.StatusCode != http.StatusRequestEntityTooLarge {
 			t.Errorf("status %d, want 413", resp.StatusCode)
@@ -194,7 +170,7 @@ func TestLimitsRefuseBeforeStoreWork(t *testing.T) {
 		in.noStoreWork(t, "chunked body")
 
 		justUnder := requestBody("{ "+conv+" }", map[string]any{"pad": strings.Repeat("x", 1<<20-200)}, nil)
-		if _, r := in.postBody(alice, justUnder); len(r.Errors) > 0 {
+		if _, r := in.PostBody(alice, justUnder); len(r.Errors) > 0 {
 			t.Fatalf("a body just under 1 MiB: %+v", r.Errors)
 		}
 	})
@@ -263,28 +239,28 @@ func TestIntrospectionUnderLimits(t *testing.T) {
 	if d := fieldDepth(doc, doc.Operations[0].SelectionSet); d <= graph.DefaultMaxDepth {
 		t.Fatalf("the introspection query nests %d deep; this test is meant to show one deeper than %d", d, graph.DefaultMaxDepth)
 	}
-	g := startGateway(t)
+	g := gatewaytest.Start(t)
 	var out struct {
 		Schema struct {
 			QueryType struct{ Name string }
 			Types     []struct{ Name string }
 		} `json:"__schema"`
 	}
-	g.query("", introspectionQuery, nil, &out)
+	g.Query("", introspectionQuery, nil, &out)
 	if out.Schema.QueryType.Name != "Query" || len(out.Schema.Types) < 10 {
 		t.Fatalf("introspection answered %+v", out.Schema)
 	}
 
-	off := g.twin(func(c *Config) { c.Introspection = false })
+	off := twin(g, func(c *gateway.Config) { c.Introspection = false })
 	for _, q := range []string{introspectionQuery, `{ __type(name: "Message") { name } }`} {
-		if code := off.errorCode("", q, nil); code != "FORBIDDEN" {
+		if code := off.ErrorCode("", q, nil); code != "FORBIDDEN" {
 			t.Errorf("introspection switched off: code %q, want FORBIDDEN", code)
 		}
 	}
 	var typename struct {
 		Typename string `json:"__typename"`
 	}
-	off.query("", `{ __typename }`, nil, &typename)
+	off.Query("", `{ __typename }`, nil, &typename)
 	if typename.Typename != "Query" {
 		t.Errorf("__typename with introspection off: %+v", typename)
 	}
@@ -294,23 +270,23 @@ func TestIntrospectionUnderLimits(t *testing.T) {
 // retry hint and does no store work, other users and anonymous requests are not held back, and
 // when Redis is down requests go through rather than fail.
 func TestRateLimitAcrossInstances(t *testing.T) {
-	g := startGateway(t)
-	g.send("bob", "alice", "", 2)
+	g := gatewaytest.Start(t)
+	g.Send("bob", "alice", "", 2)
 	// At 0.001 requests a second the bucket does not refill while the test runs.
-	slow := func(c *Config) { c.RateLimit, c.RateBurst = 0.001, 3 }
-	one, two := g.twin(slow), g.twin(slow)
-	alice := g.token("alice")
+	slow := func(c *gateway.Config) { c.RateLimit, c.RateBurst = 0.001, 3 }
+	one, two := twin(g, slow), twin(g, slow)
+	alice := g.Token("alice")
 	const q = `query($id: ID!) { conversation(id: $id) { maxSeq unreadCount } }`
 	vars := map[string]any{"id": "si_alice_bob"}
 	for i := range 3 {
-		if r := one.post(alice, q, vars); len(r.Errors) > 0 {
+		if r := one.Post(alice, q, vars); len(r.Errors) > 0 {
 			t.Fatalf("request %d of a burst of 3: %+v", i+1, r.Errors)
 		}
 	}
 	one.storeWork()
 
 	for _, in := range []*instance{one, two} {
-		resp, r := in.postBody(alice, requestBody(q, vars, nil))
+		resp, r := in.PostBody(alice, requestBody(q, vars, nil))
 		refusedBy(t, r, "rate")
 		if resp.StatusCode != http.StatusTooManyRequests {
 			t.Errorf("status %d, want 429", resp.StatusCode)
@@ -325,18 +301,18 @@ func TestRateLimitAcrossInstances(t *testing.T) {
 		in.noStoreWork(t, "rate limited")
 	}
 
-	if r := two.post(g.token("bob"), q, vars); len(r.Errors) > 0 {
+	if r := two.Post(g.Token("bob"), q, vars); len(r.Errors) > 0 {
 		t.Errorf("another user is held back by alice's bucket: %+v", r.Errors)
 	}
 	for range 5 {
-		if r := two.post("", `{ __typename }`, nil); len(r.Errors) > 0 {
+		if r := two.Post("", `{ __typename }`, nil); len(r.Errors) > 0 {
 			t.Fatalf("anonymous request refused: %+v", r.Errors)
 		}
 	}
 
-	g.redis.Stop()
-	var out struct{ Conversation convJSON }
-	one.query(alice, q, vars, &out)
+	g.Redis.Stop()
+	var out struct{ Conversation gatewaytest.Conversation }
+	one.Query(alice, q, vars, &out)
 	if out.Conversation.MaxSeq != 2 {
 		t.Errorf("with Redis down (limiter open, reads from MongoDB): %+v", out.Conversation)
 	}
@@ -345,16 +321,16 @@ func TestRateLimitAcrossInstances(t *testing.T) {
 // Ensure a request that runs out of its time answers LIMIT_EXCEEDED from the timeout, not a
 // store failure, and the gateway serves the next request.
 func TestRequestTimeout(t *testing.T) {
-	g := startGateway(t)
-	g.send("bob", "alice", "", 2)
-	in := g.twin(func(c *Config) { c.RequestTimeout = time.Nanosecond })
-	r := in.post(in.token("alice"), messagesQuery, map[string]any{"c": "si_alice_bob", "s": []int64{1, 2}})
+	g := gatewaytest.Start(t)
+	g.Send("bob", "alice", "", 2)
+	in := twin(g, func(c *gateway.Config) { c.RequestTimeout = time.Nanosecond })
+	r := in.Post(in.Token("alice"), gatewaytest.MessagesQuery, map[string]any{"c": "si_alice_bob", "s": []int64{1, 2}})
 	refusedBy(t, r, "timeout")
 	if msg := r.Errors[0].Message; !strings.Contains(msg, "did not finish within 1ns") {
 		t.Errorf("message %q does not say the request timed out", msg)
 	}
-	var out struct{ Messages []msgJSON }
-	g.query(g.token("alice"), messagesQuery, map[string]any{"c": "si_alice_bob", "s": []int64{1, 2}}, &out)
+	var out struct{ Messages []gatewaytest.Message }
+	g.Query(g.Token("alice"), gatewaytest.MessagesQuery, map[string]any{"c": "si_alice_bob", "s": []int64{1, 2}}, &out)
 	if len(out.Messages) != 2 {
 		t.Errorf("with the default timeout: %+v", out.Messages)
 	}
@@ -365,14 +341,14 @@ func TestRequestTimeout(t *testing.T) {
 // (the query is kept in Redis), over POST and GET. A hash that is not the query's is the
 // client's error. Anonymous requests run with a hash but register nothing.
 func TestPersistedQueries(t *testing.T) {
-	g := startGateway(t)
-	g.send("bob", "alice", "", 2)
-	alice := g.token("alice")
+	g := gatewaytest.Start(t)
+	g.Send("bob", "alice", "", 2)
+	alice := g.Token("alice")
 	const q = `query($id: ID!) { conversation(id: $id) { maxSeq } }`
 	sum := sha256.Sum256([]byte(q))
 	apq := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hex.EncodeToString(sum[:])}}
 	vars := map[string]any{"id": "si_alice_bob"}
-	maxSeq := func(what string, r gqlResponse) {
+	maxSeq := func(what string, r gatewaytest.Response) {
 		t.Helper()
 		var out struct{ Conversation struct{ MaxSeq int64 } }
 		if len(r.Errors) > 0 {
@@ -383,35 +359,35 @@ func TestPersistedQueries(t *testing.T) {
 		}
 	}
 
-	_, r := g.postBody(alice, requestBody("", vars, apq))
+	_, r := g.PostBody(alice, requestBody("", vars, apq))
 	if len(r.Errors) == 0 || r.Errors[0].Extensions["code"] != "PERSISTED_QUERY_NOT_FOUND" {
 		t.Fatalf("unknown hash: %+v", r)
 	}
-	_, r = g.postBody(alice, requestBody(q+" ", vars, apq))
+	_, r = g.PostBody(alice, requestBody(q+" ", vars, apq))
 	if len(r.Errors) == 0 || r.Errors[0].Extensions["code"] != "BAD_USER_INPUT" {
 		t.Fatalf("a hash that is not the query's: %+v", r)
 	}
-	_, r = g.postBody(alice, requestBody(q, vars, apq))
+	_, r = g.PostBody(alice, requestBody(q, vars, apq))
 	maxSeq("hash and query", r)
-	_, r = g.postBody(alice, requestBody("", vars, apq))
+	_, r = g.PostBody(alice, requestBody("", vars, apq))
 	maxSeq("hash alone", r)
 
-	other := g.twin(nil)
-	_, r = other.postBody(alice, requestBody("", vars, apq))
+	other := twin(g, nil)
+	_, r = other.PostBody(alice, requestBody("", vars, apq))
 	maxSeq("hash alone, another instance", r)
 	ext, _ := json.Marshal(apq)
 	v, _ := json.Marshal(vars)
-	req, _ := http.NewRequest(http.MethodGet, other.url+"/query?extensions="+url.QueryEscape(string(ext))+"&variables="+url.QueryEscape(string(v)), nil)
-	_, r = other.do(req, alice)
+	req, _ := http.NewRequest(http.MethodGet, other.URL+"/query?extensions="+url.QueryEscape(string(ext))+"&variables="+url.QueryEscape(string(v)), nil)
+	_, r = other.Do(req, alice)
 	maxSeq("hash alone over GET", r)
 
 	const anon = `{ __typename }`
 	sum = sha256.Sum256([]byte(anon))
 	anonAPQ := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hex.EncodeToString(sum[:])}}
-	if _, r := g.postBody("", requestBody(anon, nil, anonAPQ)); len(r.Errors) > 0 {
+	if _, r := g.PostBody("", requestBody(anon, nil, anonAPQ)); len(r.Errors) > 0 {
 		t.Fatalf("anonymous hash and query: %+v", r.Errors)
 	}
-	if _, r := g.postBody("", requestBody("", nil, anonAPQ)); len(r.Errors) == 0 || r.Errors[0].Extensions["code"] != "PERSISTED_QUERY_NOT_FOUND" {
+	if _, r := g.PostBody("", requestBody("", nil, anonAPQ)); len(r.Errors) == 0 || r.Errors[0].Extensions["code"] != "PERSISTED_QUERY_NOT_FOUND" {
 		t.Errorf("an anonymous request registered its query: %+v", r)
 	}
 }

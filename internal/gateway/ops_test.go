@@ -1,11 +1,9 @@
-package main
+package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,8 +17,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"go.mongodb.org/mongo-driver/v2/event"
 
+	"github.com/msggate/msggate/internal/gateway"
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/testenv"
 )
@@ -32,20 +31,20 @@ const (
 
 // scrapeMetrics reads /metrics as Prometheus does and flattens it into
 // `name{k="v",...}` -> value, labels sorted; a histogram gives its _count and _sum.
-func (g *gateway) scrapeMetrics() map[string]float64 {
-	g.t.Helper()
-	resp, err := http.Get(g.url + "/metrics")
+func scrapeMetrics(g *gatewaytest.Gateway) map[string]float64 {
+	g.T.Helper()
+	resp, err := http.Get(g.URL + "/metrics")
 	if err != nil {
-		g.t.Fatal(err)
+		g.T.Fatal(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
-		g.t.Fatalf("/metrics answered %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+		g.T.Fatalf("/metrics answered %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		g.t.Fatalf("/metrics is not the Prometheus text format: %v", err)
+		g.T.Fatalf("/metrics is not the Prometheus text format: %v", err)
 	}
 	out := map[string]float64{}
 	for name, f := range families {
@@ -79,25 +78,25 @@ func labelSet(m *dto.Metric) string {
 // Ensure /metrics, after a send, a read on a cold then a warm cache and a forbidden read,
 // holds every series an operator watches with the counts those requests imply.
 func TestMetricsAfterRequests(t *testing.T) {
-	g := startGateway(t)
-	alice, bob, carol := g.token("alice"), g.token("bob"), g.token("carol")
+	g := gatewaytest.Start(t)
+	alice, bob, carol := g.Token("alice"), g.Token("bob"), g.Token("carol")
 	for range 2 {
-		if r := g.post(alice, namedSend, map[string]any{"in": map[string]any{"recvID": "bob", "contentType": 101, "content": "hi"}}); len(r.Errors) > 0 {
+		if r := g.Post(alice, namedSend, map[string]any{"in": map[string]any{"recvID": "bob", "contentType": 101, "content": "hi"}}); len(r.Errors) > 0 {
 			t.Fatalf("send: %+v", r.Errors)
 		}
 	}
-	read := func(token string) gqlResponse {
-		return g.post(token, namedRead, map[string]any{"id": "si_alice_bob"})
+	read := func(token string) gatewaytest.Response {
+		return g.Post(token, namedRead, map[string]any{"id": "si_alice_bob"})
 	}
-	before := g.scrapeMetrics()
+	before := scrapeMetrics(g)
 	if r := read(bob); len(r.Errors) > 0 {
 		t.Fatalf("cold read: %+v", r.Errors)
 	}
-	cold := g.scrapeMetrics()
+	cold := scrapeMetrics(g)
 	if r := read(bob); len(r.Errors) > 0 {
 		t.Fatalf("warm read: %+v", r.Errors)
 	}
-	warm := g.scrapeMetrics()
+	warm := scrapeMetrics(g)
 	const hits, misses = "msggate_chunk_cache_hits_total", "msggate_chunk_cache_misses_total"
 	if cold[misses] <= before[misses] || cold[hits] != before[hits] {
 		t.Errorf("cold read: cache misses %v -> %v, hits %v -> %v; want more misses, no hits",
@@ -107,14 +106,14 @@ func TestMetricsAfterRequests(t *testing.T) {
 		t.Errorf("warm read: cache hits %v -> %v, misses %v -> %v; want more hits, no misses",
 			cold[hits], warm[hits], cold[misses], warm[misses])
 	}
-	if code := g.errorCode(carol, namedRead, map[string]any{"id": "si_alice_bob"}); code != "FORBIDDEN" {
+	if code := g.ErrorCode(carol, namedRead, map[string]any{"id": "si_alice_bob"}); code != "FORBIDDEN" {
 		t.Fatalf("non-member read: code %q", code)
 	}
-	if code := g.errorCode(alice, "{", nil); code != "GRAPHQL_PARSE_FAILED" {
+	if code := g.ErrorCode(alice, "{", nil); code != "GRAPHQL_PARSE_FAILED" {
 		t.Fatalf("unparsable query: code %q", code)
 	}
 
-	s := g.scrapeMetrics()
+	s := scrapeMetrics(g)
 	for series, want := range map[string]float64{
 		`msggate_graphql_requests_total{operation="Send"}`:                                2,
 		`msggate_graphql_requests_total{operation="Read"}`:                                3,
@@ -160,14 +159,14 @@ func TestMetricsAfterRequests(t *testing.T) {
 // Ensure /readyz answers 200 while MongoDB and Redis answer, 503 naming Redis while it is
 // stopped, 200 again once it is back, and 503 naming MongoDB when that is gone.
 func TestReadyzFollowsDependencies(t *testing.T) {
-	g := startGateway(t)
+	g := gatewaytest.Start(t)
 	type readiness struct {
 		Status  string
 		Failing []string
 		Checks  map[string]string
 	}
 	readyz := func() (int, readiness) {
-		resp, err := http.Get(g.url + "/readyz")
+		resp, err := http.Get(g.URL + "/readyz")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,14 +195,14 @@ func TestReadyzFollowsDependencies(t *testing.T) {
 	if code, r := readyz(); code != http.StatusOK || r.Status != "ready" || r.Checks["mongodb"] != "ok" || r.Checks["redis"] != "ok" {
 		t.Fatalf("both up: %d %+v", code, r)
 	}
-	g.redis.Stop()
+	g.Redis.Stop()
 	r := waitFor("Redis stopped", http.StatusServiceUnavailable)
 	if len(r.Failing) != 1 || r.Failing[0] != "redis" || r.Checks["mongodb"] != "ok" || r.Status != "unavailable" {
 		t.Errorf("Redis stopped: %+v, want only redis failing", r)
 	}
-	g.redis.Start()
+	g.Redis.Start()
 	waitFor("Redis back", http.StatusOK)
-	if err := g.m.Store.Database().Client().Disconnect(context.Background()); err != nil {
+	if err := g.Store.Database().Client().Disconnect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	r = waitFor("MongoDB gone", http.StatusServiceUnavailable)
@@ -223,30 +222,30 @@ func logsWith(t *testing.T, logs *testenv.LogBuffer, id string) []map[string]any
 	return out
 }
 
-// openMain opens a gateway on the test's own servers, as startGateway does, with logger and
-// whatever tune changes.
-func openMain(t *testing.T, logger *slog.Logger, tune func(*Config)) (*Main, *testenv.RedisServer) {
+// openGateway opens a gateway on the test's own servers, as gatewaytest.Start does but without
+// serving it, with logger and whatever tune changes.
+func openGateway(t *testing.T, logger *slog.Logger, tune func(*gateway.Config)) (*gateway.Gateway, *testenv.RedisServer) {
 	t.Helper()
 	rs := testenv.Redis(t)
-	cfg := testConfig(rs, testenv.Mongo(t))
+	cfg := gatewaytest.Config(rs.URL(), testenv.Mongo(t))
 	if tune != nil {
 		tune(&cfg)
 	}
-	return mustOpen(t, cfg, logger), rs
+	return gatewaytest.Open(t, cfg, logger), rs
 }
 
 // Ensure each request's ID (the client's, or a generated one) is echoed in X-Request-ID and
 // found in its access log line and in the error line the gateway logs for it.
 func TestRequestIDInLogs(t *testing.T) {
 	var logs testenv.LogBuffer
-	m, rs := openMain(t, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), nil)
+	m, rs := openGateway(t, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), nil)
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
-	g := &gateway{t: t, m: m, url: srv.URL, redis: rs}
-	alice := g.token("alice")
+	g := &gatewaytest.Gateway{Gateway: m, T: t, URL: srv.URL, Redis: rs}
+	alice := g.Token("alice")
 	in := map[string]any{"in": map[string]any{"recvID": "bob", "contentType": 101, "content": "hi"}}
 
-	resp, r := postQuery(t, srv.URL, alice, "client-chosen-42", namedSend, in)
+	resp, r := gatewaytest.PostQuery(t, srv.URL, alice, "client-chosen-42", namedSend, in)
 	if len(r.Errors) > 0 || resp.Header.Get("X-Request-ID") != "client-chosen-42" {
 		t.Fatalf("send: errors %+v, X-Request-ID %q", r.Errors, resp.Header.Get("X-Request-ID"))
 	}
@@ -262,7 +261,7 @@ func TestRequestIDInLogs(t *testing.T) {
 
 	// With Redis gone a send is UNAVAILABLE, which the error presenter logs for the operator.
 	rs.Stop()
-	resp, r = postQuery(t, srv.URL, alice, "", namedSend, in)
+	resp, r = gatewaytest.PostQuery(t, srv.URL, alice, "", namedSend, in)
 	if len(r.Errors) == 0 || r.Errors[0].Extensions["code"] != "UNAVAILABLE" {
 		t.Fatalf("send with Redis down: %+v", r)
 	}
@@ -293,27 +292,26 @@ type blockingFind struct {
 	release chan struct{}
 }
 
-func (b *blockingFind) monitor() *event.CommandMonitor {
-	return &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
-		if coll, _ := e.Command.Lookup(e.CommandName).StringValueOK(); e.CommandName != "find" || coll != "msg" {
-			return
-		}
-		b.mu.Lock()
-		armed := b.armed
-		b.armed = false
-		b.mu.Unlock()
-		if armed {
-			close(b.entered)
-			<-b.release
-		}
-	}}
+// observe is the gateway's Config.OnMongoCommand.
+func (b *blockingFind) observe(_ context.Context, command, collection string) {
+	if command != "find" || collection != "msg" {
+		return
+	}
+	b.mu.Lock()
+	armed := b.armed
+	b.armed = false
+	b.mu.Unlock()
+	if armed {
+		close(b.entered)
+		<-b.release
+	}
 }
 
 // Ensure stopping the server (what SIGINT and SIGTERM do) closes the listener at once but lets
 // a request already running finish with its full answer, and that Serve then returns cleanly.
 func TestShutdownDrainsInFlightRequests(t *testing.T) {
 	block := &blockingFind{entered: make(chan struct{}), release: make(chan struct{})}
-	m, _ := openMain(t, testLogger(t), func(c *Config) { c.MongoMonitor = block.monitor() })
+	m, _ := openGateway(t, gatewaytest.Logger(t), func(c *gateway.Config) { c.OnMongoCommand = block.observe })
 	msgs := []*im.Message{{SendID: "alice", RecvID: "bob", ContentType: 101, Content: "drained"}}
 	if _, err := m.Ingest.Ingest(context.Background(), msgs); err != nil {
 		t.Fatal(err)
@@ -325,47 +323,33 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 	go func() { served <- m.Serve(ctx, func(addr string) { addrc <- addr }) }()
 	addr := <-addrc
 	url := "http://" + addr
-	g := &gateway{t: t, m: m, url: url}
-	bob := g.token("bob")
+	g := &gatewaytest.Gateway{Gateway: m, T: t, URL: url}
+	bob := g.Token("bob")
 
 	block.mu.Lock()
 	block.armed = true
 	block.mu.Unlock()
 	type answer struct {
-		status int
-		body   []byte
-		err    error
+		resp *http.Response
+		r    gatewaytest.Response
+		err  error
 	}
 	answered := make(chan answer, 1)
 	go func() {
-		body, _ := json.Marshal(map[string]any{"query": namedRead, "variables": map[string]any{"id": "si_alice_bob"}})
-		req, _ := http.NewRequest(http.MethodPost, url+"/query", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+bob)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			answered <- answer{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
-		answered <- answer{resp.StatusCode, raw, err}
+		resp, r, err := gatewaytest.Call(url, bob, "", namedRead, map[string]any{"id": "si_alice_bob"})
+		answered <- answer{resp, r, err}
 	}()
 	<-block.entered // the read is inside MongoDB now
 
 	stop()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	gatewaytest.WaitFor(t, 15*time.Second, "the server still accepts connections after being told to stop", func() bool {
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
-			break // the listener is closed
+			return true // the listener is closed
 		}
 		conn.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("the server still accepts connections after being told to stop")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
 	select {
 	case err := <-served:
 		t.Fatalf("Serve returned (%v) while a request was in flight", err)
@@ -378,16 +362,13 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 		t.Fatalf("in-flight read during shutdown: %v", a.err)
 	}
 	var r struct {
-		Data struct {
-			Conversation struct {
-				History struct{ Messages []struct{ Content string } }
-			}
+		Conversation struct {
+			History struct{ Messages []struct{ Content string } }
 		}
-		Errors []gqlError
 	}
-	if a.status != http.StatusOK || json.Unmarshal(a.body, &r) != nil || len(r.Errors) > 0 ||
-		len(r.Data.Conversation.History.Messages) != 1 || r.Data.Conversation.History.Messages[0].Content != "drained" {
-		t.Fatalf("in-flight read during shutdown: %d %s", a.status, a.body)
+	if a.resp.StatusCode != http.StatusOK || len(a.r.Errors) > 0 || json.Unmarshal(a.r.Data, &r) != nil ||
+		len(r.Conversation.History.Messages) != 1 || r.Conversation.History.Messages[0].Content != "drained" {
+		t.Fatalf("in-flight read during shutdown: %d %s %+v", a.resp.StatusCode, a.r.Data, a.r.Errors)
 	}
 	if err := <-served; err != nil {
 		t.Fatalf("Serve after draining: %v", err)

@@ -1,4 +1,4 @@
-package main
+package gateway_test
 
 import (
 	"context"
@@ -7,34 +7,20 @@ import (
 	"testing"
 
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/testenv"
 )
 
-type msgJSON struct {
-	ConversationID string `json:"conversationID"`
-	Seq            int64  `json:"seq"`
-	Status         string `json:"status"`
-	Content        *string
-	SendID         *string `json:"sendID"`
-	IsRead         bool    `json:"isRead"`
-	Revoke         *struct {
-		UserID string `json:"userID"`
-		Role   int    `json:"role"`
-	} `json:"revoke"`
-}
-
-const messagesQuery = `query($c: ID!, $s: [Int64!]!) { messages(conversationID: $c, seqs: $s) { conversationID seq status content sendID } }`
-
 // Ensure messages() answers in request order across chunk boundaries, and that a range
 // spanning two chunks costs one MongoDB query cold and none warm.
 func TestMessagesBySeq(t *testing.T) {
-	g := startGateway(t)
-	g.send("alice", "bob", "", 250)
-	alice := g.token("alice")
+	g := gatewaytest.Start(t)
+	g.Send("alice", "bob", "", 250)
+	alice := g.Token("alice")
 
-	var out struct{ Messages []msgJSON }
-	g.query(alice, messagesQuery, map[string]any{"c": "si_alice_bob", "s": []int64{1, 100, 101, 250}}, &out)
+	var out struct{ Messages []gatewaytest.Message }
+	g.Query(alice, gatewaytest.MessagesQuery, map[string]any{"c": "si_alice_bob", "s": []int64{1, 100, 101, 250}}, &out)
 	if len(out.Messages) != 4 {
 		t.Fatalf("got %d messages, want 4", len(out.Messages))
 	}
@@ -49,28 +35,28 @@ func TestMessagesBySeq(t *testing.T) {
 	for s := int64(90); s <= 110; s++ {
 		seqs = append(seqs, s)
 	}
-	if err := g.redis.FlushAll(); err != nil { // cold cache
+	if err := g.Redis.FlushAll(); err != nil { // cold cache
 		t.Fatal(err)
 	}
-	g.mongo.Reset()
-	g.query(alice, messagesQuery, map[string]any{"c": "si_alice_bob", "s": seqs}, &out)
+	g.Mongo.Reset()
+	g.Query(alice, gatewaytest.MessagesQuery, map[string]any{"c": "si_alice_bob", "s": seqs}, &out)
 	if len(out.Messages) != 21 || out.Messages[0].Seq != 90 || out.Messages[20].Seq != 110 {
 		t.Fatalf("cold: got %d messages", len(out.Messages))
 	}
-	if n := g.mongo.Count("msg", "find"); n != 1 {
+	if n := g.Mongo.Count("msg", "find"); n != 1 {
 		t.Errorf("cold cache: %d MongoDB chunk queries, want 1", n)
 	}
 
-	g.mongo.Reset()
-	g.rcount.Take()
-	g.query(alice, messagesQuery, map[string]any{"c": "si_alice_bob", "s": seqs}, &out)
+	g.Mongo.Reset()
+	g.RoundTrips.Take()
+	g.Query(alice, gatewaytest.MessagesQuery, map[string]any{"c": "si_alice_bob", "s": seqs}, &out)
 	if len(out.Messages) != 21 {
 		t.Fatalf("warm: got %d messages", len(out.Messages))
 	}
-	if n := g.mongo.Count("msg", "find"); n != 0 {
+	if n := g.Mongo.Count("msg", "find"); n != 0 {
 		t.Errorf("warm cache: %d MongoDB chunk queries, want 0", n)
 	}
-	if n := testenv.Matching(g.rcount.Take(), "hmget", ":chunk:"); n != 1 {
+	if n := testenv.Matching(g.RoundTrips.Take(), "hmget", ":chunk:"); n != 1 {
 		t.Errorf("warm cache: %d Redis chunk round trips, want 1", n)
 	}
 }
@@ -78,21 +64,21 @@ func TestMessagesBySeq(t *testing.T) {
 // Ensure a seq inside the conversation that holds no message (a hole, as an imported store
 // may have) reads as a MISSING placeholder, in place, and seqs beyond the max seq are left out.
 func TestMissingSeqIsPlaceholder(t *testing.T) {
-	g := startGateway(t)
+	g := gatewaytest.Start(t)
 	ctx := context.Background()
 	conv := "si_alice_bob"
 	var msgs []*im.Message
 	for _, s := range []int64{1, 2, 3, 5} {
 		msgs = append(msgs, &im.Message{SendID: "alice", RecvID: "bob", ClientMsgID: fmt.Sprint("c", s), Content: "x", Seq: s})
 	}
-	if _, err := g.m.Store.WriteMessages(ctx, conv, msgs); err != nil {
+	if _, err := g.Store.WriteMessages(ctx, conv, msgs); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.m.Store.RaiseMaxSeqs(ctx, map[string]chunkstore.StoredMax{conv: {Seq: 5}}); err != nil {
+	if err := g.Store.RaiseMaxSeqs(ctx, map[string]chunkstore.StoredMax{conv: {Seq: 5}}); err != nil {
 		t.Fatal(err)
 	}
-	var out struct{ Messages []msgJSON }
-	g.query(g.token("bob"), messagesQuery, map[string]any{"c": conv, "s": []int64{5, 4, 3, 6}}, &out)
+	var out struct{ Messages []gatewaytest.Message }
+	g.Query(g.Token("bob"), gatewaytest.MessagesQuery, map[string]any{"c": conv, "s": []int64{5, 4, 3, 6}}, &out)
 	got := make([]string, len(out.Messages))
 	for i, m := range out.Messages {
 		got[i] = fmt.Sprintf("%d:%s", m.Seq, m.Status)
@@ -108,25 +94,25 @@ func TestMissingSeqIsPlaceholder(t *testing.T) {
 // Ensure one request reading history from 20 conversations costs one Redis round trip for
 // chunks and at most one MongoDB query for chunk data, cold or warm.
 func TestHistoryOfTwentyConversationsIsBatched(t *testing.T) {
-	g := startGateway(t)
+	g := gatewaytest.Start(t)
 	var q strings.Builder
 	q.WriteString("{")
 	for i := 0; i < 20; i++ {
 		peer := fmt.Sprintf("u%02d", i)
-		g.send(peer, "alice", "", 3)
+		g.Send(peer, "alice", "", 3)
 		fmt.Fprintf(&q, ` c%d: conversation(id: "si_alice_%s") { id unreadCount history(limit: 3) { messages { seq content status } } }`, i, peer)
 	}
 	q.WriteString("}")
-	alice := g.token("alice")
+	alice := g.Token("alice")
 	check := func(phase string, wantMongo int) (redisTrips int) {
 		t.Helper()
-		g.mongo.Reset()
-		g.rcount.Take()
+		g.Mongo.Reset()
+		g.RoundTrips.Take()
 		var out map[string]struct {
 			UnreadCount int64
-			History     struct{ Messages []msgJSON }
+			History     struct{ Messages []gatewaytest.Message }
 		}
-		g.query(alice, q.String(), nil, &out)
+		g.Query(alice, q.String(), nil, &out)
 		if len(out) != 20 {
 			t.Fatalf("%s: %d conversations", phase, len(out))
 		}
@@ -135,16 +121,16 @@ func TestHistoryOfTwentyConversationsIsBatched(t *testing.T) {
 				t.Fatalf("%s: %s = %+v", phase, k, c)
 			}
 		}
-		if n := g.mongo.Count("msg", "find"); n != wantMongo {
+		if n := g.Mongo.Count("msg", "find"); n != wantMongo {
 			t.Errorf("%s: %d MongoDB chunk queries, want %d", phase, n, wantMongo)
 		}
-		trips := g.rcount.Take()
+		trips := g.RoundTrips.Take()
 		if n := testenv.Matching(trips, "hmget", ":chunk:"); n != 1 {
 			t.Errorf("%s: %d Redis round trips read chunks, want 1", phase, n)
 		}
 		return len(trips) - testenv.Matching(trips, ":rate")
 	}
-	if err := g.redis.FlushAll(); err != nil {
+	if err := g.Redis.FlushAll(); err != nil {
 		t.Fatal(err)
 	}
 	check("cold", 1)
@@ -157,14 +143,14 @@ func TestHistoryOfTwentyConversationsIsBatched(t *testing.T) {
 
 // Ensure history pages backwards and forwards with exclusive bounds and correct hasMore flags.
 func TestHistoryPaging(t *testing.T) {
-	g := startGateway(t)
-	g.send("alice", "bob", "", 120)
+	g := gatewaytest.Start(t)
+	g.Send("alice", "bob", "", 120)
 	const q = `query($b: Int64, $a: Int64, $l: Int) { conversation(id: "si_alice_bob") {
 		history(beforeSeq: $b, afterSeq: $a, limit: $l) { messages { seq } hasMoreBefore hasMoreAfter } } }`
 	type page struct {
 		Conversation struct {
 			History struct {
-				Messages                    []msgJSON
+				Messages                    []gatewaytest.Message
 				HasMoreBefore, HasMoreAfter bool
 			}
 		}
@@ -182,7 +168,7 @@ func TestHistoryPaging(t *testing.T) {
 		{map[string]any{"a": 115}, 116, 120, 5, true, false},
 	} {
 		var p page
-		g.query(g.token("bob"), q, tc.vars, &p)
+		g.Query(g.Token("bob"), q, tc.vars, &p)
 		h := p.Conversation.History
 		if len(h.Messages) != tc.n || h.Messages[0].Seq != tc.first || h.Messages[len(h.Messages)-1].Seq != tc.last ||
 			h.HasMoreBefore != tc.moreBefore || h.HasMoreAfter != tc.after {

@@ -1,4 +1,4 @@
-package main
+package gateway_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/testenv"
 )
 
@@ -16,31 +17,25 @@ import (
 // the next send continues the seqs.
 func TestGatewayOnRedisCluster(t *testing.T) {
 	cluster := testenv.RedisCluster(t)
-	// testConfig wants a single redis-server; the zero one only fills the field replaced here.
-	cfg := testConfig(&testenv.RedisServer{}, testenv.Mongo(t))
-	cfg.RedisURL = cluster.URL()
-	g := &gateway{t: t, mongo: &testenv.MongoCommands{}, rcount: &testenv.RedisRoundTrips{}}
-	cfg.MongoMonitor, cfg.RedisHook = g.mongo.Monitor(), g.rcount
-	g.m = mustOpen(t, cfg, testLogger(t))
-	g.url = serveMain(t, g.m)
-	alice, bob := g.token("alice"), g.token("bob")
+	g := gatewaytest.StartOnCluster(t, cluster, testenv.Mongo(t))
+	alice, bob := g.Token("alice"), g.Token("bob")
 
 	for i, content := range []string{"one", "two", "three"} {
-		m := g.sendGQL(alice, map[string]any{"recvID": "bob", "contentType": 101, "content": content})
+		m := g.SendGQL(alice, map[string]any{"recvID": "bob", "contentType": 101, "content": content})
 		if m.ConversationID != "si_alice_bob" || m.Seq != int64(i+1) || m.Status != "OK" {
 			t.Fatalf("send %d: %+v, want seq %d in si_alice_bob", i+1, m, i+1)
 		}
 	}
-	if trips := g.rcount.Take(); len(trips) == 0 {
+	if trips := g.RoundTrips.Take(); len(trips) == 0 {
 		t.Fatal("the Redis hook saw no calls: the gateway is not using the cluster client it was given")
 	}
 
-	if c := g.conversation(bob, "si_alice_bob"); c.MaxSeq != 3 || c.ReadSeq != 0 || c.UnreadCount != 3 ||
+	if c := g.Conversation(bob, "si_alice_bob"); c.MaxSeq != 3 || c.ReadSeq != 0 || c.UnreadCount != 3 ||
 		c.LastMessage == nil || c.LastMessage.Content == nil || *c.LastMessage.Content != "three" {
 		t.Fatalf("bob's conversation: %+v, want maxSeq 3, 3 unread, last message \"three\"", c)
 	}
-	var read struct{ Messages []msgJSON }
-	g.query(bob, messagesQuery, map[string]any{"c": "si_alice_bob", "s": []int64{1, 2, 3}}, &read)
+	var read struct{ Messages []gatewaytest.Message }
+	g.Query(bob, gatewaytest.MessagesQuery, map[string]any{"c": "si_alice_bob", "s": []int64{1, 2, 3}}, &read)
 	if len(read.Messages) != 3 {
 		t.Fatalf("messages: got %d, want 3", len(read.Messages))
 	}
@@ -51,29 +46,29 @@ func TestGatewayOnRedisCluster(t *testing.T) {
 	}
 
 	const mark = `mutation($c: ID!, $r: Int64) { markConversationRead(conversationID: $c, readSeq: $r) { readSeq unreadCount maxSeq } }`
-	var marked struct{ MarkConversationRead convJSON }
-	g.query(bob, mark, map[string]any{"c": "si_alice_bob", "r": 2}, &marked)
+	var marked struct{ MarkConversationRead gatewaytest.Conversation }
+	g.Query(bob, mark, map[string]any{"c": "si_alice_bob", "r": 2}, &marked)
 	if c := marked.MarkConversationRead; c.ReadSeq != 2 || c.UnreadCount != 1 || c.MaxSeq != 3 {
 		t.Fatalf("markConversationRead to 2: %+v, want readSeq 2, 1 unread", c)
 	}
 	var viewer struct{ Viewer struct{ TotalUnread int64 } }
-	g.query(bob, `{ viewer { totalUnread } }`, nil, &viewer)
+	g.Query(bob, `{ viewer { totalUnread } }`, nil, &viewer)
 	if viewer.Viewer.TotalUnread != 1 {
 		t.Errorf("bob's totalUnread %d, want 1", viewer.Viewer.TotalUnread)
 	}
 
 	// Hash tags put si_alice_bob, alice and bob on the second master, si_alice_carol on the
 	// third and carol on the first: alice's conversation list reads state from two masters.
-	if m := g.sendGQL(g.token("carol"), map[string]any{"recvID": "alice", "contentType": 101, "content": "hi"}); m.ConversationID != "si_alice_carol" || m.Seq != 1 {
+	if m := g.SendGQL(g.Token("carol"), map[string]any{"recvID": "alice", "contentType": 101, "content": "hi"}); m.ConversationID != "si_alice_carol" || m.Seq != 1 {
 		t.Fatalf("carol's send: %+v", m)
 	}
 	var list struct {
 		Viewer struct {
 			TotalUnread   int64
-			Conversations struct{ Nodes []convJSON }
+			Conversations struct{ Nodes []gatewaytest.Conversation }
 		}
 	}
-	g.query(alice, `{ viewer { totalUnread conversations { nodes { id maxSeq readSeq unreadCount } } } }`, nil, &list)
+	g.Query(alice, `{ viewer { totalUnread conversations { nodes { id maxSeq readSeq unreadCount } } } }`, nil, &list)
 	if got := list.Viewer.Conversations.Nodes; list.Viewer.TotalUnread != 1 || len(got) != 2 ||
 		got[0].ID != "si_alice_carol" || got[0].UnreadCount != 1 || got[1].ID != "si_alice_bob" || got[1].MaxSeq != 3 || got[1].UnreadCount != 0 {
 		t.Errorf("alice's conversations: total unread %d, %+v; want si_alice_carol (1 unread) then si_alice_bob (maxSeq 3, none unread)", list.Viewer.TotalUnread, got)
@@ -99,10 +94,10 @@ func TestGatewayOnRedisCluster(t *testing.T) {
 
 	// A cluster that loses every key (all masters restarted without persistence) loses no seq.
 	cluster.FlushAll(t)
-	if m := g.sendGQL(alice, map[string]any{"recvID": "bob", "contentType": 101, "content": "four"}); m.Seq != 4 {
+	if m := g.SendGQL(alice, map[string]any{"recvID": "bob", "contentType": 101, "content": "four"}); m.Seq != 4 {
 		t.Fatalf("first send after the flush got seq %d, want 4", m.Seq)
 	}
-	if c := g.conversation(bob, "si_alice_bob"); c.MaxSeq != 4 || c.ReadSeq != 2 || c.UnreadCount != 2 {
+	if c := g.Conversation(bob, "si_alice_bob"); c.MaxSeq != 4 || c.ReadSeq != 2 || c.UnreadCount != 2 {
 		t.Errorf("bob after the flush: %+v, want maxSeq 4, readSeq 2, 2 unread", c)
 	}
 }

@@ -1,96 +1,34 @@
-package main
+package gateway_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/syncclient"
 )
-
-// rawSubscriber is a graphql-transport-ws client with nothing in between: the tests decide when
-// it reads.
-type rawSubscriber struct {
-	t    *testing.T
-	conn *websocket.Conn
-}
 
 // dialRaw connects, authenticates and subscribes to syncEvents (live only). With tinyBuffer its
 // socket's receive buffer is made as small as the kernel allows, so that a subscriber that
 // stops reading pushes back on the gateway at once.
-func dialRaw(t *testing.T, g *gateway, user string, tinyBuffer bool) *rawSubscriber {
+func dialRaw(t *testing.T, g *gatewaytest.Gateway, user string, tinyBuffer bool) *gatewaytest.WS {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	opts := &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}}
-	if tinyBuffer {
-		d := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-			var serr error
-			err := c.Control(func(fd uintptr) {
-				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
-			})
-			return errors.Join(err, serr)
-		}}
-		tr := &http.Transport{DialContext: d.DialContext}
-		t.Cleanup(tr.CloseIdleConnections)
-		opts.HTTPClient = &http.Client{Transport: tr}
-	}
-	conn, _, err := websocket.Dial(ctx, strings.Replace(g.url, "http", "ws", 1)+"/query", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.SetReadLimit(1 << 20)
-	s := &rawSubscriber{t: t, conn: conn}
-	s.write(ctx, map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + g.token(user)}})
-	if m, err := s.read(ctx); err != nil || m["type"] != "connection_ack" {
-		t.Fatalf("after connection_init: %v %v", m, err)
-	}
-	s.write(ctx, map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+	s := gatewaytest.ConnectWS(t, g.URL, g.Token(user), gatewaytest.WSOptions{TinyBuffer: tinyBuffer})
+	s.Write(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
 		"query": `subscription { syncEvents { type token position conversationID seq sendID seqs forEveryone maxSeq minSeq readSeq unreadCount } }`}})
 	return s
-}
-
-func (s *rawSubscriber) write(ctx context.Context, v any) {
-	s.t.Helper()
-	b, _ := json.Marshal(v)
-	if err := s.conn.Write(ctx, websocket.MessageText, b); err != nil {
-		s.t.Fatal(err)
-	}
-}
-
-// read returns the next message that is not a keepalive.
-func (s *rawSubscriber) read(ctx context.Context) (map[string]any, error) {
-	for {
-		_, b, err := s.conn.Read(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, err
-		}
-		switch m["type"] {
-		case "ping":
-			s.write(ctx, map[string]any{"type": "pong"})
-		case "pong", "ka":
-		default:
-			return m, nil
-		}
-	}
 }
 
 // position returns the position of an event message ("next"), or an error for anything else.
@@ -108,32 +46,20 @@ func eventPosition(m map[string]any) (int64, error) {
 	return int64(pos), nil
 }
 
-// waitFor polls cond until it holds, failing the test with what after the deadline.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // Ensure a subscriber that stops reading is disconnected with close code 4008 and a reason
 // that starts "slow consumer", while a subscriber of the same user on the same instance that
 // keeps reading gets every event, in order, with no gap.
 func TestSubscriptionSlowConsumer(t *testing.T) {
-	g := startGateway(t)
+	g := gatewaytest.Start(t)
 	flood := noteToSelf(t, g, "erin")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
 	slow := dialRaw(t, g, "erin", true)
-	defer func() { _ = slow.conn.CloseNow() }()
+	defer func() { _ = slow.Conn.CloseNow() }()
 	normal := dialRaw(t, g, "erin", false)
-	defer func() { _ = normal.conn.CloseNow() }()
-	waitFor(t, 20*time.Second, "both subscriptions reach the hub", func() bool { return g.m.Hub.Subscribers() == 2 })
+	defer func() { _ = normal.Conn.CloseNow() }()
+	gatewaytest.WaitFor(t, 20*time.Second, "both subscriptions reach the hub", func() bool { return g.Hub.Subscribers() == 2 })
 
 	// The reader keeps up; each batch of events waits until it has them all, so only the
 	// subscriber that stopped reading falls behind.
@@ -145,7 +71,7 @@ func TestSubscriptionSlowConsumer(t *testing.T) {
 	go func() {
 		var last int64
 		for {
-			m, err := normal.read(ctx)
+			m, err := normal.Read(ctx)
 			if err != nil {
 				progress <- seen{last, err}
 				return
@@ -164,13 +90,13 @@ func TestSubscriptionSlowConsumer(t *testing.T) {
 	}()
 	var first, last int64
 	produced := 0
-	for g.m.Hub.Subscribers() == 2 {
+	for g.Hub.Subscribers() == 2 {
 		if produced >= 200000 {
 			t.Fatalf("%d events produced and the subscriber that stopped reading is still connected", produced)
 		}
 		flood(500)
 		produced += 500
-		head, err := g.m.Cache.EventHead(ctx, "erin")
+		head, err := g.Cache.EventHead(ctx, "erin")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,8 +116,8 @@ func TestSubscriptionSlowConsumer(t *testing.T) {
 		}
 	}
 	t.Logf("dropped after %d events; the reading subscriber got positions %d..%d", produced, first, last)
-	if g.m.Hub.Subscribers() != 1 {
-		t.Fatalf("%d subscribers left, want the one that reads", g.m.Hub.Subscribers())
+	if g.Hub.Subscribers() != 1 {
+		t.Fatalf("%d subscribers left, want the one that reads", g.Hub.Subscribers())
 	}
 
 	// What the slow subscriber reads now: the events its socket held, then the close.
@@ -200,7 +126,7 @@ func TestSubscriptionSlowConsumer(t *testing.T) {
 	var err error
 	for {
 		var m map[string]any
-		if m, err = slow.read(ctx); err != nil {
+		if m, err = slow.Read(ctx); err != nil {
 			break
 		}
 		if _, perr := eventPosition(m); perr == nil {
@@ -235,7 +161,7 @@ func TestSubscriptionSlowConsumer(t *testing.T) {
 // subscribed, received an event and left (half of them closing properly, half dropping the
 // connection).
 func TestSubscriptionGoroutinesReturnToBaseline(t *testing.T) {
-	g := startGateway(t)
+	g := gatewaytest.Start(t)
 	users := make([]string, 10)
 	for i := range users {
 		users[i] = fmt.Sprintf("sub%02d", i)
@@ -251,35 +177,35 @@ func TestSubscriptionGoroutinesReturnToBaseline(t *testing.T) {
 	// subscription, its connection pools); the baseline is taken once it left and the count
 	// settled.
 	warm := dialRaw(t, g, users[0], false)
-	waitFor(t, 20*time.Second, "the first subscription reaches the hub", func() bool { return g.m.Hub.Subscribers() == 1 })
+	gatewaytest.WaitFor(t, 20*time.Second, "the first subscription reaches the hub", func() bool { return g.Hub.Subscribers() == 1 })
 	announce[users[0]](1)
-	if m, err := warm.read(ctx); err != nil || m["type"] != "next" {
+	if m, err := warm.Read(ctx); err != nil || m["type"] != "next" {
 		t.Fatalf("first client: %v %v", m, err)
 	}
-	_ = warm.conn.Close(websocket.StatusNormalClosure, "")
-	waitFor(t, 20*time.Second, "the first subscription leaves the hub", func() bool { return g.m.Hub.Subscribers() == 0 })
+	_ = warm.Conn.Close(websocket.StatusNormalClosure, "")
+	gatewaytest.WaitFor(t, 20*time.Second, "the first subscription leaves the hub", func() bool { return g.Hub.Subscribers() == 0 })
 	baseline := settledGoroutines()
 
-	clients := make([]*rawSubscriber, 20)
+	clients := make([]*gatewaytest.WS, 20)
 	for i := range clients {
 		clients[i] = dialRaw(t, g, users[i%len(users)], false)
 	}
-	waitFor(t, 20*time.Second, "20 subscriptions reach the hub", func() bool { return g.m.Hub.Subscribers() == 20 })
+	gatewaytest.WaitFor(t, 20*time.Second, "20 subscriptions reach the hub", func() bool { return g.Hub.Subscribers() == 20 })
 	during := runtime.NumGoroutine()
 	for _, u := range users {
 		announce[u](1)
 	}
 	for i, c := range clients {
-		if m, err := c.read(ctx); err != nil || m["type"] != "next" {
+		if m, err := c.Read(ctx); err != nil || m["type"] != "next" {
 			t.Fatalf("client %d: %v %v", i, m, err)
 		}
 		if i%2 == 0 {
-			_ = c.conn.Close(websocket.StatusNormalClosure, "bye")
+			_ = c.Conn.Close(websocket.StatusNormalClosure, "bye")
 		} else {
-			_ = c.conn.CloseNow()
+			_ = c.Conn.CloseNow()
 		}
 	}
-	waitFor(t, 20*time.Second, "every subscription leaves the hub", func() bool { return g.m.Hub.Subscribers() == 0 })
+	gatewaytest.WaitFor(t, 20*time.Second, "every subscription leaves the hub", func() bool { return g.Hub.Subscribers() == 0 })
 	deadline := time.Now().Add(30 * time.Second)
 	for runtime.NumGoroutine() > baseline {
 		if time.Now().After(deadline) {
@@ -309,14 +235,14 @@ func settledGoroutines() int {
 // Ensure the reference client, dropped as a slow consumer (it stalls while events pour in),
 // reconnects from its last token and ends at the head of the log with the server's counters.
 func TestSubscriptionSlowClientReconnects(t *testing.T) {
-	g := startGateway(t)
+	g := gatewaytest.Start(t)
 	flood := noteToSelf(t, g, "gus")
-	gus := g.token("gus")
+	gus := g.Token("gus")
 	var stalled atomic.Bool
 	release := make(chan struct{})
 	var logMu sync.Mutex
 	var logs []string
-	c, err := syncclient.New(g.url, gus, syncclient.Options{
+	c, err := syncclient.New(g.URL, gus, syncclient.Options{
 		ReconnectMin: 10 * time.Millisecond,
 		Logf: func(format string, args ...any) {
 			logMu.Lock()
@@ -344,11 +270,11 @@ func TestSubscriptionSlowClientReconnects(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	waitFor(t, 20*time.Second, "the client subscribes", func() bool { return g.m.Hub.Subscribers() == 1 })
+	gatewaytest.WaitFor(t, 20*time.Second, "the client subscribes", func() bool { return g.Hub.Subscribers() == 1 })
 
 	stalled.Store(true)
 	produced := 0
-	for g.m.Hub.Subscribers() == 1 {
+	for g.Hub.Subscribers() == 1 {
 		if produced >= 200000 {
 			t.Fatalf("%d events produced and the stalled client is still subscribed", produced)
 		}
@@ -357,11 +283,11 @@ func TestSubscriptionSlowClientReconnects(t *testing.T) {
 	}
 	stalled.Store(false)
 	close(release)
-	head, err := g.m.Cache.EventHead(context.Background(), "gus")
+	head, err := g.Cache.EventHead(context.Background(), "gus")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "the client catches up after the drop", func() bool {
+	gatewaytest.WaitFor(t, 60*time.Second, "the client catches up after the drop", func() bool {
 		return c.Token() == head.String() && c.Pending() == 0
 	})
 	// The client must have been disconnected and have subscribed again from a later token.
@@ -389,11 +315,11 @@ func TestSubscriptionSlowClientReconnects(t *testing.T) {
 	}
 	// And it follows live events again.
 	flood(1)
-	next, err := g.m.Cache.EventHead(context.Background(), "gus")
+	next, err := g.Cache.EventHead(context.Background(), "gus")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the client follows live events again", func() bool {
+	gatewaytest.WaitFor(t, 30*time.Second, "the client follows live events again", func() bool {
 		return c.Token() == next.String() && c.Pending() == 0
 	})
 	want, total, _ := serverCounters(t, g, gus)
@@ -405,9 +331,9 @@ func TestSubscriptionSlowClientReconnects(t *testing.T) {
 
 // readUntilEnd reads a subscriber's messages until want events arrived or the connection
 // ended, and returns how many events came, the other messages, and the end.
-func readUntilEnd(ctx context.Context, s *rawSubscriber, want int) (events int, others []string, end error) {
+func readUntilEnd(ctx context.Context, s *gatewaytest.WS, want int) (events int, others []string, end error) {
 	for events < want {
-		m, err := s.read(ctx)
+		m, err := s.Read(ctx)
 		if err != nil {
 			return events, others, err
 		}
@@ -424,16 +350,57 @@ func readUntilEnd(ctx context.Context, s *rawSubscriber, want int) (events int, 
 // one change produced more events at once than the hub buffers (HubOptions.Buffer, 1024): the
 // log holds them all, so the subscription can catch up from it instead.
 func TestSubscriptionBurstDoesNotDropAReader(t *testing.T) {
-	g := startGateway(t)
+	g := gatewaytest.Start(t)
 	flood := noteToSelf(t, g, "hal")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s := dialRaw(t, g, "hal", false)
-	defer func() { _ = s.conn.CloseNow() }()
-	waitFor(t, 20*time.Second, "the subscription reaches the hub", func() bool { return g.m.Hub.Subscribers() == 1 })
+	defer func() { _ = s.Conn.CloseNow() }()
+	gatewaytest.WaitFor(t, 20*time.Second, "the subscription reaches the hub", func() bool { return g.Hub.Subscribers() == 1 })
 	flood(2000) // one append of 2000 events
 	n, _, err := readUntilEnd(ctx, s, 2000)
 	if err != nil {
 		t.Fatalf("a subscriber reading as fast as it can got %d of 2000 events, then: %v", n, err)
+	}
+}
+
+// Ensure the legacy graphql-ws protocol (connection_init, start, data) works too, with the
+// token given as {"authToken": ...}: an event sent through the other instance arrives.
+func TestSubscriptionLegacyProtocol(t *testing.T) {
+	gws := gatewaytest.StartPair(t, nil)
+	c := gatewaytest.DialWS(t, gws[0].URL, gatewaytest.WSOptions{Protocol: "graphql-ws"})
+	if c.Conn.Subprotocol() != "graphql-ws" {
+		t.Fatalf("subprotocol %q, want graphql-ws", c.Conn.Subprotocol())
+	}
+	c.Init(map[string]any{"authToken": gws[0].Token("carol")})
+	c.Write(map[string]any{"id": "1", "type": "start", "payload": map[string]any{
+		"query": `subscription { syncEvents { type conversationID seq sendID unreadCount } }`}})
+	gatewaytest.WaitFor(t, 20*time.Second, "the subscription never reached the hub", func() bool { return gws[0].Hub.Subscribers() > 0 })
+	gws[1].SendGQL(gws[1].Token("dave"), map[string]any{"recvID": "carol", "contentType": 101, "content": "legacy"})
+	m := c.Next()
+	if m["type"] != "data" || m["id"] != "1" {
+		t.Fatalf("got %v, want a data message for id 1", m)
+	}
+	b, _ := json.Marshal(m["payload"])
+	var p struct {
+		Data struct {
+			SyncEvents struct {
+				Type           string
+				ConversationID string
+				Seq            int64
+				SendID         string
+				UnreadCount    int64
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	if ev := p.Data.SyncEvents; ev.Type != "NEW_MESSAGE" || ev.ConversationID != "si_carol_dave" || ev.Seq != 1 || ev.SendID != "dave" || ev.UnreadCount != 1 {
+		t.Fatalf("event %+v", ev)
+	}
+	c.Write(map[string]any{"id": "1", "type": "stop"})
+	if m := c.Next(); m["type"] != "complete" {
+		t.Fatalf("after stop: %v", m)
 	}
 }

@@ -1,13 +1,10 @@
-package main
+package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand"
-	"net/http"
 	"os"
 	"reflect"
 	"sort"
@@ -18,61 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	imsync "github.com/msggate/msggate/internal/sync"
-	"github.com/msggate/msggate/internal/testenv"
 	"github.com/msggate/msggate/syncclient"
 )
-
-// startGatewayPair starts two gateway instances on one redis-server and one FerretDB database
-// with one JWT secret, as two replicas of a deployment behind a load balancer. Rate limits are
-// off: the tests' clients are many devices of few users.
-func startGatewayPair(t *testing.T, tweak func(*Config)) [2]*gateway {
-	t.Helper()
-	rs := testenv.Redis(t)
-	cfg := testConfig(rs, testenv.Mongo(t))
-	cfg.RateLimit = -1
-	if tweak != nil {
-		tweak(&cfg)
-	}
-	var out [2]*gateway
-	for i := range out {
-		m := mustOpen(t, cfg, testLogger(t))
-		out[i] = &gateway{t: t, m: m, redis: rs}
-		out[i].url = serveMain(t, m)
-	}
-	return out
-}
-
-// callGraphQL sends one GraphQL request without touching the test (it may run on any
-// goroutine); transport failures are errors, GraphQL errors come back in the response.
-func callGraphQL(url, token, query string, vars map[string]any) (gqlResponse, error) {
-	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	req, err := http.NewRequest(http.MethodPost, url+"/query", bytes.NewReader(body))
-	if err != nil {
-		return gqlResponse{}, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return gqlResponse{}, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return gqlResponse{}, err
-	}
-	var out gqlResponse
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return gqlResponse{}, fmt.Errorf("HTTP %d, not JSON: %.300s", resp.StatusCode, raw)
-	}
-	return out, nil
-}
 
 // serverReplica reads a user's state fresh from the gateway, as a replica that is exactly up
 // to date would hold it: every conversation's counters from syncState and every seq from
 // minSeq to maxSeq from messages(...).
-func serverReplica(t *testing.T, g *gateway, token string) syncclient.Replica {
+func serverReplica(t *testing.T, g *gatewaytest.Gateway, token string) syncclient.Replica {
 	t.Helper()
 	counters, total, head := serverCounters(t, g, token)
 	out := syncclient.Replica{Token: head, TotalUnread: total, Conversations: map[string]syncclient.Conversation{}}
@@ -83,8 +34,8 @@ func serverReplica(t *testing.T, g *gateway, token string) syncclient.Replica {
 			for s := lo; s <= min(c.MaxSeq, lo+999); s++ {
 				seqs = append(seqs, s)
 			}
-			var m struct{ Messages []msgJSON }
-			g.query(token, messagesQuery, map[string]any{"c": id, "s": seqs}, &m)
+			var m struct{ Messages []gatewaytest.Message }
+			g.Query(token, gatewaytest.MessagesQuery, map[string]any{"c": id, "s": seqs}, &m)
 			for _, msg := range m.Messages {
 				sm := syncclient.Message{Seq: msg.Seq, Status: syncclient.Status(msg.Status)}
 				if msg.SendID != nil {
@@ -229,13 +180,13 @@ func TestSyncConvergence(t *testing.T) {
 	seed, steps := syncRun(t)
 	t.Logf("seed %d, %d steps (MSGGATE_SYNC_SEED=%d MSGGATE_SYNC_STEPS=%d to repeat)", seed, steps, seed, steps)
 	rng := rand.New(rand.NewSource(seed))
-	gws := startGatewayPair(t, nil)
+	gws := gatewaytest.StartPair(t, nil)
 	users := []string{"alice", "bob", "carol"}
 	tokens := map[string]string{}
 	for _, u := range users {
-		tokens[u] = gws[0].token(u)
+		tokens[u] = gws[0].Token(u)
 	}
-	gws[0].query(gws[0].admin(), groupMutation, map[string]any{"g": "trio", "m": []map[string]any{
+	gws[0].Query(gws[0].Admin(), groupMutation, map[string]any{"g": "trio", "m": []map[string]any{
 		{"userID": "alice", "role": "OWNER"}, {"userID": "bob"}, {"userID": "carol"}}}, &struct{}{})
 	convs := []struct {
 		id      string
@@ -250,8 +201,8 @@ func TestSyncConvergence(t *testing.T) {
 
 	var applied atomic.Int64
 	var violations atomic.Int64
-	newDevice := func(name, user string, g *gateway) *device {
-		c, err := syncclient.New(g.url, tokens[user], syncclient.Options{
+	newDevice := func(name, user string, g *gatewaytest.Gateway) *device {
+		c, err := syncclient.New(g.URL, tokens[user], syncclient.Options{
 			FullHistory:  true,
 			ReconnectMin: 10 * time.Millisecond,
 			ReconnectMax: 200 * time.Millisecond,
@@ -296,9 +247,9 @@ func TestSyncConvergence(t *testing.T) {
 	}
 	// act runs one mutation as user on a random instance; codes lists the error codes that are
 	// a legitimate outcome (acting on a message that is gone, say).
-	act := func(user, query string, vars map[string]any, codes ...string) gqlResponse {
+	act := func(user, query string, vars map[string]any, codes ...string) gatewaytest.Response {
 		g := gws[rng.Intn(2)]
-		r, err := callGraphQL(g.url, tokens[user], query, vars)
+		_, r, err := gatewaytest.Call(g.URL, tokens[user], "", query, vars)
 		if err != nil {
 			t.Fatalf("%s: %v", user, err)
 		}
@@ -314,7 +265,7 @@ func TestSyncConvergence(t *testing.T) {
 		}
 		return r
 	}
-	send := func(g *gateway, user string, conv int, text string) error {
+	send := func(g *gatewaytest.Gateway, user string, conv int, text string) error {
 		in := map[string]any{"contentType": 101, "content": text}
 		if c := convs[conv]; c.group {
 			in["groupID"] = "trio"
@@ -325,14 +276,14 @@ func TestSyncConvergence(t *testing.T) {
 				}
 			}
 		}
-		r, err := callGraphQL(g.url, tokens[user], sendMutation, map[string]any{"in": in})
+		_, r, err := gatewaytest.Call(g.URL, tokens[user], "", gatewaytest.SendMutation, map[string]any{"in": in})
 		if err != nil {
 			return err
 		}
 		if len(r.Errors) > 0 {
 			return fmt.Errorf("send: %s", r.Errors[0].Message)
 		}
-		var out struct{ SendMessage msgJSON }
+		var out struct{ SendMessage gatewaytest.Message }
 		if err := json.Unmarshal(r.Data, &out); err != nil {
 			return err
 		}
@@ -347,7 +298,7 @@ func TestSyncConvergence(t *testing.T) {
 	started := time.Now()
 	for step := 0; step < steps; step++ {
 		if step == steps/2 {
-			if err := gws[0].redis.FlushAll(); err != nil {
+			if err := gws[0].Redis.FlushAll(); err != nil {
 				t.Fatal(err)
 			}
 			counts["flushall"]++
@@ -450,7 +401,7 @@ func TestSyncConvergence(t *testing.T) {
 			// An instance shutting down ends its subscriptions with "going away" (1001); its
 			// devices reconnect from their last tokens.
 			counts["instance going away"]++
-			gws[rng.Intn(2)].m.Hub.EndAll(imsync.ErrShuttingDown)
+			gws[rng.Intn(2)].Hub.EndAll(imsync.ErrShuttingDown)
 		}
 	}
 	t.Logf("%d steps in %v: %v", steps, time.Since(started).Round(time.Millisecond), counts)
@@ -469,7 +420,7 @@ func TestSyncConvergence(t *testing.T) {
 	heads := map[string]string{}
 	for _, u := range users {
 		var r struct{ SyncState struct{ Token string } }
-		gws[1].query(tokens[u], `{ syncState(first: 1) { token } }`, nil, &r)
+		gws[1].Query(tokens[u], `{ syncState(first: 1) { token } }`, nil, &r)
 		heads[u] = r.SyncState.Token
 	}
 	deadline := time.Now().Add(60 * time.Second)

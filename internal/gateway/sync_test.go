@@ -1,10 +1,9 @@
-package main
+package gateway_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -13,15 +12,14 @@ import (
 
 	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/graph/model"
-	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/gateway"
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/testenv"
 )
 
 // syncEvent is a syncEvents payload as a client decodes it.
 type syncEvent = model.SyncEvent
-
-const syncEventFields = `type token position conversationID seq sendID seqs maxSeq minSeq readSeq unreadCount`
 
 type syncStateResult struct {
 	SyncState struct {
@@ -48,12 +46,12 @@ type syncDifferenceResult struct {
 
 const syncStateQuery = `{ syncState { token totalUnread hasMore conversations { id maxSeq readSeq unreadCount } } }`
 const syncDifferenceQuery = `query($since: String!, $limit: Int) { syncDifference(since: $since, limit: $limit) {
-	token hasMore tooLong events { ` + syncEventFields + ` } } }`
+	token hasMore tooLong events { ` + gatewaytest.SyncEventFields + ` } } }`
 
-func (g *gateway) difference(token, since string, limit int) syncDifferenceResult {
-	g.t.Helper()
+func difference(g *gatewaytest.Gateway, token, since string, limit int) syncDifferenceResult {
+	g.T.Helper()
 	var d syncDifferenceResult
-	g.query(token, syncDifferenceQuery, map[string]any{"since": since, "limit": limit}, &d)
+	g.Query(token, syncDifferenceQuery, map[string]any{"since": since, "limit": limit}, &d)
 	return d
 }
 
@@ -62,14 +60,14 @@ func (g *gateway) difference(token, since string, limit int) syncDifferenceResul
 // count, paging with hasMore; and that the summary's seq, read state and token cost one Redis
 // round trip.
 func TestSyncStateAndDifference(t *testing.T) {
-	g := startGateway(t)
-	alice, bob := g.token("alice"), g.token("bob")
-	g.send("alice", "bob", "", 3)
+	g := gatewaytest.Start(t)
+	alice, bob := g.Token("alice"), g.Token("bob")
+	g.Send("alice", "bob", "", 3)
 
-	g.rcount.Take()
+	g.RoundTrips.Take()
 	var st syncStateResult
-	g.query(bob, syncStateQuery, nil, &st)
-	trips := g.rcount.Take()
+	g.Query(bob, syncStateQuery, nil, &st)
+	trips := g.RoundTrips.Take()
 	if n := testenv.Matching(trips, "hmget", "{si_alice_bob}:seq"); n != 1 {
 		t.Errorf("seq state read in %d round trips, want 1: %v", n, trips)
 	}
@@ -88,9 +86,9 @@ func TestSyncStateAndDifference(t *testing.T) {
 		t.Fatalf("bob's state: %+v", s)
 	}
 
-	g.query(bob, `mutation { markConversationRead(conversationID: "si_alice_bob", readSeq: 2) { unreadCount } }`, nil, &struct{}{})
-	g.send("alice", "bob", "", 1)
-	d := g.difference(bob, s.Token, 1).SyncDifference
+	g.Query(bob, `mutation { markConversationRead(conversationID: "si_alice_bob", readSeq: 2) { unreadCount } }`, nil, &struct{}{})
+	g.Send("alice", "bob", "", 1)
+	d := difference(g, bob, s.Token, 1).SyncDifference
 	if d.TooLong || !d.HasMore || len(d.Events) != 1 {
 		t.Fatalf("first page: %+v", d)
 	}
@@ -98,7 +96,7 @@ func TestSyncStateAndDifference(t *testing.T) {
 	if read.Type != "READ" || *read.ReadSeq != 2 || *read.UnreadCount != 1 || *read.MaxSeq != 3 {
 		t.Errorf("READ event: %+v", read)
 	}
-	d = g.difference(bob, d.Token, 100).SyncDifference
+	d = difference(g, bob, d.Token, 100).SyncDifference
 	if d.HasMore || len(d.Events) != 1 {
 		t.Fatalf("second page: %+v", d)
 	}
@@ -106,24 +104,24 @@ func TestSyncStateAndDifference(t *testing.T) {
 	if msg.Type != "NEW_MESSAGE" || *msg.Seq != 4 || *msg.SendID != "alice" || *msg.UnreadCount != 2 || msg.Position != read.Position+1 {
 		t.Errorf("NEW_MESSAGE event: %+v", msg)
 	}
-	if again := g.difference(bob, d.Token, 100).SyncDifference; len(again.Events) != 0 || again.Token != d.Token || again.TooLong {
+	if again := difference(g, bob, d.Token, 100).SyncDifference; len(again.Events) != 0 || again.Token != d.Token || again.TooLong {
 		t.Errorf("difference at the head: %+v", again)
 	}
 
 	var ast syncStateResult
-	g.query(alice, syncStateQuery, nil, &ast)
+	g.Query(alice, syncStateQuery, nil, &ast)
 	if ast.SyncState.TotalUnread != 0 {
 		t.Errorf("alice has %d unread of her own messages", ast.SyncState.TotalUnread)
 	}
 
 	// A token of a log that is gone: tooLong, never a partial answer.
-	if err := g.m.Cache.Ping(context.Background()); err != nil {
+	if err := g.Cache.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.redis.FlushAll(); err != nil {
+	if err := g.Redis.FlushAll(); err != nil {
 		t.Fatal(err)
 	}
-	lost := g.difference(bob, d.Token, 100).SyncDifference
+	lost := difference(g, bob, d.Token, 100).SyncDifference
 	if !lost.TooLong || len(lost.Events) != 0 {
 		t.Errorf("difference from a lost log: %+v", lost)
 	}
@@ -132,149 +130,65 @@ func TestSyncStateAndDifference(t *testing.T) {
 		limit int
 		code  string
 	}{{"nonsense", 10, "BAD_USER_INPUT"}, {s.Token, 1001, "LIMIT_EXCEEDED"}, {s.Token, 0, "BAD_USER_INPUT"}} {
-		if code := g.errorCode(bob, syncDifferenceQuery, map[string]any{"since": bad.since, "limit": bad.limit}); code != bad.code {
+		if code := g.ErrorCode(bob, syncDifferenceQuery, map[string]any{"since": bad.since, "limit": bad.limit}); code != bad.code {
 			t.Errorf("since %q limit %d: %s, want %s", bad.since, bad.limit, code, bad.code)
 		}
 	}
 }
 
-// wsClient is a minimal graphql-transport-ws client.
-type wsClient struct {
-	t    testing.TB
-	conn *websocket.Conn
-}
-
-func dialSubscription(t testing.TB, url, token, protocol string) *wsClient {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, _, err := websocket.Dial(ctx, strings.Replace(url, "http", "ws", 1)+"/query",
-		&websocket.DialOptions{Subprotocols: []string{protocol}, HTTPHeader: http.Header{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.SetReadLimit(1 << 20)
-	c := &wsClient{t: t, conn: conn}
-	t.Cleanup(func() { _ = conn.CloseNow() })
-	c.write(map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + token}})
-	if m := c.read(); m["type"] != "connection_ack" {
-		t.Fatalf("after connection_init: %v", m)
-	}
-	return c
-}
-
-func (c *wsClient) write(v any) {
-	c.t.Helper()
-	b, _ := json.Marshal(v)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := c.conn.Write(ctx, websocket.MessageText, b); err != nil {
-		c.t.Fatal(err)
-	}
-}
-
-// read returns the next message that is not a keepalive.
-func (c *wsClient) read() map[string]any {
-	c.t.Helper()
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, b, err := c.conn.Read(ctx)
-		cancel()
-		if err != nil {
-			c.t.Fatalf("read: %v", err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			c.t.Fatal(err)
-		}
-		if m["type"] != "ka" && m["type"] != "ping" && m["type"] != "pong" {
-			return m
-		}
-	}
-}
-
-// nextEvent reads the next syncEvents payload.
-func (c *wsClient) nextEvent() syncEvent {
-	c.t.Helper()
-	m := c.read()
-	if m["type"] != "next" && m["type"] != "data" {
-		c.t.Fatalf("expected an event, got %v", m)
-	}
-	b, _ := json.Marshal(m["payload"])
-	var p struct {
-		Data struct {
-			SyncEvents syncEvent `json:"syncEvents"`
-		} `json:"data"`
-		Errors []gqlError `json:"errors"`
-	}
-	if err := json.Unmarshal(b, &p); err != nil || len(p.Errors) > 0 {
-		c.t.Fatalf("event payload %s: %v %v", b, err, p.Errors)
-	}
-	return p.Data.SyncEvents
-}
-
-func (c *wsClient) subscribe(since *string) {
-	vars := map[string]any{}
-	if since != nil {
-		vars["since"] = *since
-	}
-	c.write(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
-		"query": `subscription($since: String) { syncEvents(since: $since) { ` + syncEventFields + ` } }`, "variables": vars}})
-}
-
 // Ensure a subscription on one instance replays from its token, then delivers live what is
 // sent through another instance, in position order with no gap and no duplicate at the seam.
 func TestSyncEventsAcrossInstances(t *testing.T) {
-	g := startGateway(t)
-	cfg := testConfig(g.redis, testenv.Mongo(t))
-	cfg.MongoDatabase = g.m.Config.MongoDatabase
-	other := &gateway{t: t, m: mustOpen(t, cfg, testLogger(t)), redis: g.redis}
-	other.url = serveMain(t, other.m)
+	g := gatewaytest.Start(t)
+	cfg := gatewaytest.Config(g.Redis.URL(), testenv.Mongo(t))
+	cfg.MongoDatabase = g.Config.MongoDatabase
+	other := gatewaytest.New(t, cfg)
+	other.Redis = g.Redis
 
-	bob := g.token("bob")
+	bob := g.Token("bob")
 	var st syncStateResult
-	g.query(bob, syncStateQuery, nil, &st)
-	g.send("alice", "bob", "", 2) // before subscribing: replayed from the log
+	g.Query(bob, syncStateQuery, nil, &st)
+	g.Send("alice", "bob", "", 2) // before subscribing: replayed from the log
 
-	c := dialSubscription(t, g.url, bob, "graphql-transport-ws")
-	c.subscribe(&st.SyncState.Token)
+	c := gatewaytest.ConnectWS(t, g.URL, bob, gatewaytest.WSOptions{})
+	c.Subscribe(&st.SyncState.Token)
 	for want := int64(1); want <= 2; want++ {
-		if ev := c.nextEvent(); ev.Type != "NEW_MESSAGE" || *ev.Seq != want || ev.Position != want {
+		if ev := c.NextEvent(); ev.Type != "NEW_MESSAGE" || *ev.Seq != want || ev.Position != want {
 			t.Fatalf("replayed event %d: %+v", want, ev)
 		}
 	}
-	if n := g.scrapeMetrics()["msggate_sync_subscribers"]; n != 1 {
+	if n := scrapeMetrics(g)["msggate_sync_subscribers"]; n != 1 {
 		t.Errorf("msggate_sync_subscribers is %v with one subscription open", n)
 	}
-	other.send("alice", "bob", "", 1) // live, through the other instance
-	if ev := c.nextEvent(); ev.Type != "NEW_MESSAGE" || *ev.Seq != 3 || ev.Position != 3 || *ev.UnreadCount != 3 {
+	other.Send("alice", "bob", "", 1) // live, through the other instance
+	if ev := c.NextEvent(); ev.Type != "NEW_MESSAGE" || *ev.Seq != 3 || ev.Position != 3 || *ev.UnreadCount != 3 {
 		t.Fatalf("live event: %+v", ev)
 	}
-	other.query(bob, `mutation { markConversationRead(conversationID: "si_alice_bob") { unreadCount } }`, nil, &struct{}{})
-	if ev := c.nextEvent(); ev.Type != "READ" || *ev.ReadSeq != 3 || *ev.UnreadCount != 0 || ev.Position != 4 {
+	other.Query(bob, `mutation { markConversationRead(conversationID: "si_alice_bob") { unreadCount } }`, nil, &struct{}{})
+	if ev := c.NextEvent(); ev.Type != "READ" || *ev.ReadSeq != 3 || *ev.UnreadCount != 0 || ev.Position != 4 {
 		t.Fatalf("READ from the other device: %+v", ev)
 	}
 
 	// A token from a lost log: one TOO_LONG, then the subscription completes.
-	if err := g.redis.FlushAll(); err != nil {
+	if err := g.Redis.FlushAll(); err != nil {
 		t.Fatal(err)
 	}
-	stale := dialSubscription(t, g.url, bob, "graphql-transport-ws")
-	stale.subscribe(&st.SyncState.Token)
-	if ev := stale.nextEvent(); ev.Type != "TOO_LONG" {
+	stale := gatewaytest.ConnectWS(t, g.URL, bob, gatewaytest.WSOptions{})
+	stale.Subscribe(&st.SyncState.Token)
+	if ev := stale.NextEvent(); ev.Type != "TOO_LONG" {
 		t.Fatalf("stale token: %+v", ev)
 	}
-	if m := stale.read(); m["type"] != "complete" {
+	if m := stale.Next(); m["type"] != "complete" {
 		t.Fatalf("after TOO_LONG: %v", m)
 	}
 }
 
 // Ensure connection_init without a valid token closes the connection with 4403.
 func TestSyncEventsNeedAToken(t *testing.T) {
-	g := startGateway(t)
+	g := gatewaytest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, strings.Replace(g.url, "http", "ws", 1)+"/query",
+	conn, _, err := websocket.Dial(ctx, strings.Replace(g.URL, "http", "ws", 1)+"/query",
 		&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
 	if err != nil {
 		t.Fatal(err)
@@ -294,21 +208,14 @@ func TestSyncEventsNeedAToken(t *testing.T) {
 // Ensure idle WebSocket connections are kept alive: "ka" messages on the legacy graphql-ws
 // protocol, pings on graphql-transport-ws, at the configured interval.
 func TestSyncEventsKeepAlive(t *testing.T) {
-	cfg := testConfig(testenv.Redis(t), testenv.Mongo(t))
-	cfg.KeepAlive = 50 * time.Millisecond
-	url := serveMain(t, mustOpen(t, cfg, testLogger(t)))
-	bob := func() string {
-		tok, err := auth.Issue([]byte(cfg.JWTSecret), "bob", false, time.Hour, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
-	}()
+	g := gatewaytest.StartWith(t, func(c *gateway.Config) { c.KeepAlive = 50 * time.Millisecond })
+	url := g.URL
+	bob := g.Token("bob")
 	for protocol, want := range map[string]string{"graphql-ws": "ka", "graphql-transport-ws": "ping"} {
-		c := dialSubscription(t, url, bob, protocol)
+		c := gatewaytest.ConnectWS(t, url, bob, gatewaytest.WSOptions{Protocol: protocol})
 		for seen := 0; seen < 3; {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_, b, err := c.conn.Read(ctx)
+			_, b, err := c.Conn.Read(ctx)
 			cancel()
 			if err != nil {
 				t.Fatalf("%s: %v after %d keepalives", protocol, err, seen)
@@ -318,7 +225,7 @@ func TestSyncEventsKeepAlive(t *testing.T) {
 			if m["type"] == want {
 				seen++
 				if want == "ping" {
-					c.write(map[string]any{"type": "pong"})
+					c.Write(map[string]any{"type": "pong"})
 				}
 			}
 		}
@@ -328,7 +235,7 @@ func TestSyncEventsKeepAlive(t *testing.T) {
 // Ensure a syncState page of 100 conversations reads their seq and read state, and the token,
 // in one Redis round trip, and that the pages together list every conversation once.
 func TestSyncStatePageOfHundredIsOneRoundTrip(t *testing.T) {
-	g := startGateway(t)
+	g := gatewaytest.Start(t)
 	const peers = 130
 	msgs := make([]*im.Message, peers)
 	for i := range msgs {
@@ -336,11 +243,11 @@ func TestSyncStatePageOfHundredIsOneRoundTrip(t *testing.T) {
 	}
 	// In batches: FerretDB takes seconds for one bulk write of a hundred upserts.
 	for lo := 0; lo < peers; lo += 20 {
-		if _, err := g.m.Ingest.Ingest(context.Background(), msgs[lo:min(lo+20, peers)]); err != nil {
+		if _, err := g.Ingest.Ingest(context.Background(), msgs[lo:min(lo+20, peers)]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	alice := g.token("alice")
+	alice := g.Token("alice")
 	seen := map[string]bool{}
 	var after any
 	for page := 1; ; page++ {
@@ -352,10 +259,10 @@ func TestSyncStatePageOfHundredIsOneRoundTrip(t *testing.T) {
 				Conversations []struct{ ID string }
 			}
 		}
-		g.rcount.Take()
-		g.query(alice, `query($after: String) { syncState(first: 100, after: $after) { hasMore endCursor totalUnread
+		g.RoundTrips.Take()
+		g.Query(alice, `query($after: String) { syncState(first: 100, after: $after) { hasMore endCursor totalUnread
 			conversations { id maxSeq minSeq readSeq unreadCount } } }`, map[string]any{"after": after}, &r)
-		trips := g.rcount.Take()
+		trips := g.RoundTrips.Take()
 		if n := testenv.Matching(trips, ":seq"); n != 1 {
 			t.Errorf("page %d: seq state read in %d round trips, want 1", page, n)
 		}
@@ -384,17 +291,17 @@ func TestSyncStatePageOfHundredIsOneRoundTrip(t *testing.T) {
 // Ensure a repeated revoke, delete or clear is announced again: a change whose announcement
 // failed is retried by its caller, and only the announcement is left to do then.
 func TestSyncRetriedChangesAreAnnouncedAgain(t *testing.T) {
-	g := startGateway(t)
-	alice, bob := g.token("alice"), g.token("bob")
-	g.send("alice", "bob", "", 2)
+	g := gatewaytest.Start(t)
+	alice, bob := g.Token("alice"), g.Token("bob")
+	g.Send("alice", "bob", "", 2)
 	var st syncStateResult
-	g.query(bob, syncStateQuery, nil, &st)
+	g.Query(bob, syncStateQuery, nil, &st)
 	for range 2 {
-		g.query(alice, `mutation { revokeMessage(conversationID: "si_alice_bob", seq: 1) { status } }`, nil, &struct{}{})
-		g.query(alice, `mutation { deleteMessages(conversationID: "si_alice_bob", seqs: [2], forEveryone: true) { status } }`, nil, &struct{}{})
-		g.query(bob, `mutation { clearConversation(conversationID: "si_alice_bob") { minSeq } }`, nil, &struct{}{})
+		g.Query(alice, `mutation { revokeMessage(conversationID: "si_alice_bob", seq: 1) { status } }`, nil, &struct{}{})
+		g.Query(alice, `mutation { deleteMessages(conversationID: "si_alice_bob", seqs: [2], forEveryone: true) { status } }`, nil, &struct{}{})
+		g.Query(bob, `mutation { clearConversation(conversationID: "si_alice_bob") { minSeq } }`, nil, &struct{}{})
 	}
-	d := g.difference(bob, st.SyncState.Token, 100).SyncDifference
+	d := difference(g, bob, st.SyncState.Token, 100).SyncDifference
 	var got []string
 	for _, ev := range d.Events {
 		got = append(got, string(ev.Type))
@@ -414,38 +321,26 @@ func TestSyncRetriedChangesAreAnnouncedAgain(t *testing.T) {
 func TestSyncEventsAcrossInstancesOnCluster(t *testing.T) {
 	cluster := testenv.RedisCluster(t)
 	mdb := testenv.Mongo(t)
-	var urls []string
-	for range 2 {
-		cfg := testConfig(&testenv.RedisServer{}, mdb)
-		cfg.RedisURL = cluster.URL()
-		urls = append(urls, serveMain(t, mustOpen(t, cfg, testLogger(t))))
-	}
-	token := func(user string) string {
-		tok, err := auth.Issue([]byte(testConfig(&testenv.RedisServer{}, mdb).JWTSecret), user, false, time.Hour, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
-	}
-	alice, bob := token("alice"), token("bob")
-	c := dialSubscription(t, urls[0], bob, "graphql-transport-ws")
-	c.subscribe(nil)
-	other := &gateway{t: t, url: urls[1]}
+	gws := [2]*gatewaytest.Gateway{gatewaytest.StartOnCluster(t, cluster, mdb), gatewaytest.StartOnCluster(t, cluster, mdb)}
+	alice, bob := gws[0].Token("alice"), gws[0].Token("bob")
+	c := gatewaytest.ConnectWS(t, gws[0].URL, bob, gatewaytest.WSOptions{})
+	c.Subscribe(nil)
+	other := gws[1]
 	// Sends to several peers: their logs' slots spread over the masters.
 	for i, peer := range []string{"bob", "carol", "dave"} {
 		var r struct{ SendMessage struct{ Seq int64 } }
-		other.query(alice, `mutation($r: String) { sendMessage(input: {recvID: $r, contentType: 101, content: "hi"}) { seq } }`,
+		other.Query(alice, `mutation($r: String) { sendMessage(input: {recvID: $r, contentType: 101, content: "hi"}) { seq } }`,
 			map[string]any{"r": peer}, &r)
 		if r.SendMessage.Seq != 1 {
 			t.Fatalf("send %d: seq %d", i, r.SendMessage.Seq)
 		}
 	}
-	ev := c.nextEvent()
+	ev := c.NextEvent()
 	if ev.Type != "NEW_MESSAGE" || *ev.ConversationID != "si_alice_bob" || *ev.UnreadCount != 1 || ev.Position != 1 {
 		t.Fatalf("bob's live event: %+v", ev)
 	}
-	other.query(bob, `mutation { markConversationRead(conversationID: "si_alice_bob") { unreadCount } }`, nil, &struct{}{})
-	if ev := c.nextEvent(); ev.Type != "READ" || *ev.UnreadCount != 0 || ev.Position != 2 {
+	other.Query(bob, `mutation { markConversationRead(conversationID: "si_alice_bob") { unreadCount } }`, nil, &struct{}{})
+	if ev := c.NextEvent(); ev.Type != "READ" || *ev.UnreadCount != 0 || ev.Position != 2 {
 		t.Fatalf("bob's READ from the other instance: %+v", ev)
 	}
 }
@@ -454,23 +349,23 @@ func TestSyncEventsAcrossInstancesOnCluster(t *testing.T) {
 // subscription reconnects, and the subscriber is told TOO_LONG instead of silently missing
 // what happened while Redis was away.
 func TestSyncEventsAfterRedisRestart(t *testing.T) {
-	g := startGateway(t)
-	bob := g.token("bob")
-	g.send("alice", "bob", "", 1)
+	g := gatewaytest.Start(t)
+	bob := g.Token("bob")
+	g.Send("alice", "bob", "", 1)
 	var st syncStateResult
-	g.query(bob, syncStateQuery, nil, &st)
-	c := dialSubscription(t, g.url, bob, "graphql-transport-ws")
-	c.subscribe(&st.SyncState.Token)
-	waitFor(t, 20*time.Second, "the subscription reaches the hub", func() bool { return g.m.Hub.Subscribers() == 1 })
+	g.Query(bob, syncStateQuery, nil, &st)
+	c := gatewaytest.ConnectWS(t, g.URL, bob, gatewaytest.WSOptions{})
+	c.Subscribe(&st.SyncState.Token)
+	gatewaytest.WaitFor(t, 20*time.Second, "the subscription reaches the hub", func() bool { return g.Hub.Subscribers() == 1 })
 
-	g.redis.Stop()
-	g.redis.Start()
+	g.Redis.Stop()
+	g.Redis.Start()
 	// The first send after the restart may still find Redis coming up; a client retries.
-	waitFor(t, 30*time.Second, "a send after the restart", func() bool {
-		r := g.post(g.token("alice"), `mutation { sendMessage(input: {recvID: "bob", contentType: 101, content: "back"}) { seq } }`, nil)
+	gatewaytest.WaitFor(t, 30*time.Second, "a send after the restart", func() bool {
+		r := g.Post(g.Token("alice"), `mutation { sendMessage(input: {recvID: "bob", contentType: 101, content: "back"}) { seq } }`, nil)
 		return len(r.Errors) == 0
 	})
-	if ev := c.nextEvent(); ev.Type != "TOO_LONG" {
+	if ev := c.NextEvent(); ev.Type != "TOO_LONG" {
 		t.Fatalf("after Redis lost the log the subscriber got %+v, want TOO_LONG", ev)
 	}
 }
@@ -478,39 +373,33 @@ func TestSyncEventsAfterRedisRestart(t *testing.T) {
 // Ensure what a client controls over a WebSocket is bounded as over HTTP: subscriptions per
 // connection, and operations by the user's rate limit.
 func TestWebSocketLimits(t *testing.T) {
-	cfg := testConfig(testenv.Redis(t), testenv.Mongo(t))
-	cfg.RateLimit, cfg.RateBurst = 0.001, 12
-	url := serveMain(t, mustOpen(t, cfg, testLogger(t)))
-	tok, err := auth.Issue([]byte(cfg.JWTSecret), "bob", false, time.Hour, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := dialSubscription(t, url, tok, "graphql-transport-ws")
+	g := gatewaytest.StartWith(t, func(c *gateway.Config) { c.RateLimit, c.RateBurst = 0.001, 12 })
+	c := gatewaytest.ConnectWS(t, g.URL, g.Token("bob"), gatewaytest.WSOptions{})
 	query := `subscription { syncEvents { type } }`
 	for i := 1; i <= graph.MaxSubscriptionsPerConnection+1; i++ {
-		c.write(map[string]any{"id": fmt.Sprint(i), "type": "subscribe", "payload": map[string]any{"query": query}})
+		c.Write(map[string]any{"id": fmt.Sprint(i), "type": "subscribe", "payload": map[string]any{"query": query}})
 	}
 	// gqlgen starts the subscriptions concurrently, so which one is refused varies; exactly one
 	// is, and it ends.
-	m := c.read()
+	m := c.Next()
 	if !strings.Contains(fmt.Sprint(m["payload"]), "LIMIT_EXCEEDED") || !strings.Contains(fmt.Sprint(m["payload"]), "subscriptions") {
 		t.Fatalf("%d subscriptions on one connection: %v, want a LIMIT_EXCEEDED error", graph.MaxSubscriptionsPerConnection+1, m)
 	}
-	if done := c.read(); done["type"] != "complete" || done["id"] != m["id"] {
+	if done := c.Next(); done["type"] != "complete" || done["id"] != m["id"] {
 		t.Fatalf("after the refusal: %v, want its complete", done)
 	}
 	// The bucket holds 12 tokens: 8 went to the subscriptions above, 1 to the refused one.
 	var codes []string
 	for i := 0; i < 4; i++ {
 		id := fmt.Sprintf("q%d", i)
-		c.write(map[string]any{"id": id, "type": "subscribe", "payload": map[string]any{"query": `{ viewer { userID } }`}})
-		m := c.read()
+		c.Write(map[string]any{"id": id, "type": "subscribe", "payload": map[string]any{"query": `{ viewer { userID } }`}})
+		m := c.Next()
 		codes = append(codes, fmt.Sprint(m["type"]))
 		if m["type"] == "next" && strings.Contains(fmt.Sprint(m["payload"]), "LIMIT_EXCEEDED") {
 			codes[len(codes)-1] = "limited"
 		}
 		if m["type"] == "next" {
-			if done := c.read(); done["type"] != "complete" {
+			if done := c.Next(); done["type"] != "complete" {
 				t.Fatalf("after the answer to %s: %v", id, done)
 			}
 		}

@@ -1,4 +1,4 @@
-package main
+package gateway_test
 
 import (
 	"context"
@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/gateway"
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/im"
 	imsync "github.com/msggate/msggate/internal/sync"
-	"github.com/msggate/msggate/internal/testenv"
 	"github.com/msggate/msggate/syncclient"
 )
 
 // serverCounters reads a user's conversations' counters and total unread through syncState.
-func serverCounters(t *testing.T, g *gateway, token string) (map[string]syncclient.Counters, int64, string) {
+func serverCounters(t *testing.T, g *gatewaytest.Gateway, token string) (map[string]syncclient.Counters, int64, string) {
 	t.Helper()
 	out := map[string]syncclient.Counters{}
 	var total int64
@@ -35,7 +36,7 @@ func serverCounters(t *testing.T, g *gateway, token string) (map[string]syncclie
 				}
 			}
 		}
-		g.query(token, `query($after: String) { syncState(after: $after) { token totalUnread hasMore endCursor
+		g.Query(token, `query($after: String) { syncState(after: $after) { token totalUnread hasMore endCursor
 			conversations { id maxSeq minSeq readSeq unreadCount } } }`, map[string]any{"after": after}, &r)
 		if page == 0 {
 			total, head = r.SyncState.TotalUnread, r.SyncState.Token
@@ -54,14 +55,14 @@ func serverCounters(t *testing.T, g *gateway, token string) (map[string]syncclie
 // events to user's log: that message announced again (as a retried send does), n times. The
 // events are real NEW_MESSAGE events of the user, with the user's real counters, and being in
 // a group of one they fill nobody else's log.
-func noteToSelf(t *testing.T, g *gateway, user string) func(n int) {
+func noteToSelf(t *testing.T, g *gatewaytest.Gateway, user string) func(n int) {
 	t.Helper()
 	ctx := context.Background()
 	group := user + "-notes"
-	if err := g.m.Ledger.SetGroup(ctx, group, []chunkstore.GroupMember{{GroupID: group, UserID: user, Role: im.RoleOwner}}); err != nil {
+	if err := g.Ledger.SetGroup(ctx, group, []chunkstore.GroupMember{{GroupID: group, UserID: user, Role: im.RoleOwner}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := g.m.Ingest.Ingest(ctx, []*im.Message{{SendID: user, GroupID: group, ContentType: 101, Content: "note to self"}})
+	res, err := g.Ingest.Ingest(ctx, []*im.Message{{SendID: user, GroupID: group, ContentType: 101, Content: "note to self"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func noteToSelf(t *testing.T, g *gateway, user string) func(n int) {
 			for i := range batch {
 				batch[i] = again
 			}
-			if err := g.m.Ledger.AnnounceMessages(ctx, batch); err != nil {
+			if err := g.Ledger.AnnounceMessages(ctx, batch); err != nil {
 				t.Fatal(err)
 			}
 			n -= len(batch)
@@ -103,12 +104,10 @@ func countersDiff(r syncclient.Replica, want map[string]syncclient.Counters, tot
 // summary in at most 2 + ceil(conversations/100) requests, ending with the server's counters,
 // over HTTP (Sync) and over WebSocket (Run).
 func TestSyncTooLongRecovery(t *testing.T) {
-	rs := testenv.Redis(t)
-	cfg := testConfig(rs, testenv.Mongo(t))
-	cfg.EventLogMaxLen = 1000
-	cfg.RateLimit = -1
-	g := &gateway{t: t, m: mustOpen(t, cfg, testLogger(t)), redis: rs}
-	g.url = serveMain(t, g.m)
+	g := gatewaytest.StartWith(t, func(c *gateway.Config) {
+		c.EventLogMaxLen = 1000
+		c.RateLimit = -1
+	})
 	ctx := context.Background()
 
 	// 150 conversations with peers (and dora's own group below), so the state summary takes
@@ -126,14 +125,14 @@ func TestSyncTooLongRecovery(t *testing.T) {
 	// within the driver's timeout on a busy machine.
 	started := time.Now()
 	for lo := 0; lo < len(msgs); lo += 75 {
-		if _, err := g.m.Ingest.Ingest(ctx, msgs[lo:min(lo+75, len(msgs))]); err != nil {
+		if _, err := g.Ingest.Ingest(ctx, msgs[lo:min(lo+75, len(msgs))]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	t.Logf("%d messages in %d conversations stored in %v", len(msgs), peers, time.Since(started).Round(time.Millisecond))
-	dora := g.token("dora")
+	dora := g.Token("dora")
 	newClient := func() *syncclient.Client {
-		c, err := syncclient.New(g.url, dora, syncclient.Options{OnApply: func(a syncclient.Applied) {
+		c, err := syncclient.New(g.URL, dora, syncclient.Options{OnApply: func(a syncclient.Applied) {
 			if err := syncclient.CheckInvariants(a); err != nil {
 				t.Error(err)
 			}
@@ -160,12 +159,12 @@ func TestSyncTooLongRecovery(t *testing.T) {
 	const missed = 50000
 	flood := noteToSelf(t, g, "dora")
 	flood(missed)
-	g.send("peer007", "dora", "", 2)
-	g.query(dora, `mutation { markConversationRead(conversationID: "si_dora_peer010") { readSeq } }`, nil, &struct{}{})
+	g.Send("peer007", "dora", "", 2)
+	g.Query(dora, `mutation { markConversationRead(conversationID: "si_dora_peer010") { readSeq } }`, nil, &struct{}{})
 	t.Logf("%d events produced in %v", missed, time.Since(started).Round(time.Millisecond))
 
 	var d struct{ SyncDifference struct{ TooLong bool } }
-	g.query(dora, `query($s: String!) { syncDifference(since: $s) { tooLong } }`, map[string]any{"s": stale}, &d)
+	g.Query(dora, `query($s: String!) { syncDifference(since: $s) { tooLong } }`, map[string]any{"s": stale}, &d)
 	if !d.SyncDifference.TooLong {
 		t.Fatalf("difference since %s after %d missed events: tooLong false", stale, missed)
 	}

@@ -1,13 +1,9 @@
-package main
+package gatewaytest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -15,40 +11,79 @@ import (
 
 	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/testenv"
 )
 
-// gateway is a msggate started through Main, as `go run .` starts it, on a real redis-server
-// and FerretDB, served over real HTTP.
-type gateway struct {
-	t      testing.TB
-	m      *Main
-	url    string
-	redis  *testenv.RedisServer
-	mongo  *testenv.MongoCommands
-	rcount *testenv.RedisRoundTrips
+// Secret is the JWT secret of the gateways Config configures.
+const Secret = "test-secret-0123456789abcdef0123456789"
+
+// Gateway is a msggate gateway under test, opened through gateway.Open as `go run .` opens
+// it, on a real redis-server (or Redis Cluster) and FerretDB, and served over real HTTP; or,
+// made by Client, only a client of a gateway served elsewhere (its *gateway.Gateway is nil).
+type Gateway struct {
+	*gateway.Gateway
+	T     testing.TB
+	URL   string               // the gateway's base URL: GraphQL is at URL+"/query"
+	Redis *testenv.RedisServer // nil unless the harness started the redis-server
+	// Mongo counts the MongoDB commands the gateway sent, RoundTrips its Redis round trips;
+	// nil for a client.
+	Mongo      *testenv.MongoCommands
+	RoundTrips *testenv.RedisRoundTrips
 }
 
-func startGateway(t testing.TB) *gateway {
+// Start starts a gateway on its own redis-server and a fresh FerretDB database.
+func Start(t testing.TB) *Gateway { return StartWith(t, nil) }
+
+// StartWith starts a gateway like Start, with its configuration changed by tune first.
+func StartWith(t testing.TB, tune func(*gateway.Config)) *Gateway {
 	t.Helper()
 	rs := testenv.Redis(t)
-	g := &gateway{t: t, redis: rs, mongo: &testenv.MongoCommands{}, rcount: &testenv.RedisRoundTrips{}}
-	cfg := testConfig(rs, testenv.Mongo(t))
-	cfg.MongoMonitor, cfg.RedisHook = g.mongo.Monitor(), g.rcount
-	g.m = mustOpen(t, cfg, testLogger(t))
-	g.url = serveMain(t, g.m)
+	cfg := Config(rs.URL(), testenv.Mongo(t))
+	if tune != nil {
+		tune(&cfg)
+	}
+	g := New(t, cfg)
+	g.Redis = rs
 	return g
 }
 
-// testConfig is the configuration the tests run the gateway with, on their own servers.
-func testConfig(rs *testenv.RedisServer, mdb *testenv.MongoDB) Config {
-	return Config{
+// StartPair starts two gateway instances on one redis-server and one FerretDB database with
+// one JWT secret, as two replicas of a deployment behind a load balancer, configured by tweak
+// (nil: as is). Rate limits are off: the tests' clients are many devices of few users.
+func StartPair(t testing.TB, tweak func(*gateway.Config)) [2]*Gateway {
+	t.Helper()
+	rs := testenv.Redis(t)
+	cfg := Config(rs.URL(), testenv.Mongo(t))
+	cfg.RateLimit = -1
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	var out [2]*Gateway
+	for i := range out {
+		out[i] = New(t, cfg)
+		out[i].Redis = rs
+	}
+	return out
+}
+
+// StartOnCluster starts a gateway on a Redis Cluster, given as a redis+cluster:// URL, and
+// the FerretDB database mdb (several gateways may share one).
+func StartOnCluster(t testing.TB, cluster *testenv.RedisClusterServer, mdb *testenv.MongoDB) *Gateway {
+	t.Helper()
+	return New(t, Config(cluster.URL(), mdb))
+}
+
+// Config is the configuration the tests run a gateway with, on their own servers.
+func Config(redisURL string, mdb *testenv.MongoDB) gateway.Config {
+	return gateway.Config{
 		Addr:          "127.0.0.1:0",
 		MongoURI:      mdb.URI(),
 		MongoDatabase: mdb.Database(),
-		RedisURL:      rs.URL(),
-		JWTSecret:     "test-secret-0123456789abcdef0123456789",
+		RedisURL:      redisURL,
+		JWTSecret:     Secret,
 		Introspection: true,
 		// Generous: under -race on a busy 2-core machine sibling resolvers take a while to
 		// reach their loader, and a split batch would show as an extra round trip.
@@ -56,115 +91,91 @@ func testConfig(rs *testenv.RedisServer, mdb *testenv.MongoDB) Config {
 	}
 }
 
-// mustOpen opens a Main on cfg and closes it when the test ends.
-func mustOpen(t testing.TB, cfg Config, logger *slog.Logger) *Main {
+// New opens a gateway on cfg, with fresh counters watching its MongoDB commands and Redis
+// round trips (besides any observer cfg already has), and serves it over HTTP until the test
+// ends.
+func New(t testing.TB, cfg gateway.Config) *Gateway {
+	t.Helper()
+	g := &Gateway{T: t, Mongo: &testenv.MongoCommands{}, RoundTrips: &testenv.RedisRoundTrips{}}
+	if watched := cfg.OnMongoCommand; watched != nil {
+		cfg.OnMongoCommand = func(ctx context.Context, command, collection string) {
+			g.Mongo.Observe(ctx, command, collection)
+			watched(ctx, command, collection)
+		}
+	} else {
+		cfg.OnMongoCommand = g.Mongo.Observe
+	}
+	if watched := cfg.OnRedisRoundTrip; watched != nil {
+		cfg.OnRedisRoundTrip = func(calls []cache.Call) {
+			g.RoundTrips.Observe(calls)
+			watched(calls)
+		}
+	} else {
+		cfg.OnRedisRoundTrip = g.RoundTrips.Observe
+	}
+	g.Gateway = Open(t, cfg, Logger(t))
+	g.URL = Serve(t, g.Gateway)
+	return g
+}
+
+// Open opens a gateway on cfg and closes it when the test ends.
+func Open(t testing.TB, cfg gateway.Config, logger *slog.Logger) *gateway.Gateway {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	m, err := Open(ctx, cfg, logger)
+	gw, err := gateway.Open(ctx, cfg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = m.Close() })
-	return m
+	t.Cleanup(func() { _ = gw.Close() })
+	return gw
 }
 
-// serveMain serves m's handler over real HTTP until the test ends and returns its URL.
-func serveMain(t testing.TB, m *Main) string {
-	srv := httptest.NewServer(m.Handler())
+// Serve serves gw's handler over real HTTP until the test ends and returns its URL.
+func Serve(t testing.TB, gw *gateway.Gateway) string {
+	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
 
-func (g *gateway) token(user string) string {
-	g.t.Helper()
-	tok, err := auth.Issue(g.m.Secret, user, false, time.Hour, time.Now())
+// Client returns a client of the gateway served at url.
+func Client(t testing.TB, url string) *Gateway { return &Gateway{T: t, URL: url} }
+
+// Token returns a bearer token for user, valid for an hour.
+func (g *Gateway) Token(user string) string {
+	g.T.Helper()
+	tok, err := auth.Issue(g.Secret, user, false, time.Hour, time.Now())
 	if err != nil {
-		g.t.Fatal(err)
+		g.T.Fatal(err)
 	}
 	return tok
 }
 
-type gqlError struct {
-	Message    string         `json:"message"`
-	Extensions map[string]any `json:"extensions"`
-}
-
-type gqlResponse struct {
-	Data   json.RawMessage `json:"data"`
-	Errors []gqlError      `json:"errors"`
-}
-
-// post sends one GraphQL request over HTTP with the given bearer token ("" for none).
-func (g *gateway) post(token, query string, vars map[string]any) gqlResponse {
-	g.t.Helper()
-	_, r := postQuery(g.t, g.url, token, "", query, vars)
-	return r
-}
-
-// postQuery sends one GraphQL request to url's /query with a bearer token and an
-// X-Request-ID (each "" for none) and returns the response with its decoded body.
-func postQuery(t testing.TB, url, token, requestID, query string, vars map[string]any) (*http.Response, gqlResponse) {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	req, _ := http.NewRequest(http.MethodPost, url+"/query", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if requestID != "" {
-		req.Header.Set("X-Request-ID", requestID)
-	}
-	resp, err := http.DefaultClient.Do(req)
+// Admin returns a bearer token of the admin "root".
+func (g *Gateway) Admin() string {
+	g.T.Helper()
+	tok, err := auth.Issue(g.Secret, "root", true, time.Hour, time.Now())
 	if err != nil {
-		t.Fatal(err)
+		g.T.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var out gqlResponse
-	raw, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("response %d is not JSON: %s", resp.StatusCode, raw)
-	}
-	return resp, out
+	return tok
 }
 
-// query sends a request that must succeed and decodes its data into out.
-func (g *gateway) query(token, query string, vars map[string]any, out any) {
-	g.t.Helper()
-	r := g.post(token, query, vars)
-	if len(r.Errors) > 0 {
-		g.t.Fatalf("unexpected errors: %+v", r.Errors)
-	}
-	if err := json.Unmarshal(r.Data, out); err != nil {
-		g.t.Fatalf("decode %s: %v", r.Data, err)
-	}
-}
-
-// errorCode sends a request that must fail and returns its first error's code.
-func (g *gateway) errorCode(token, query string, vars map[string]any) string {
-	g.t.Helper()
-	r := g.post(token, query, vars)
-	if len(r.Errors) == 0 {
-		g.t.Fatalf("expected an error, got data %s", r.Data)
-	}
-	code, _ := r.Errors[0].Extensions["code"].(string)
-	return code
-}
-
-// send ingests n chat messages from sender to recvID through the Go ingest path, in one batch.
-func (g *gateway) send(sender, recvID, groupID string, n int) {
-	g.t.Helper()
+// Send ingests n chat messages from sender to recvID (or into groupID) through the Go ingest
+// path, in one batch; their contents are m1, m2, ...
+func (g *Gateway) Send(sender, recvID, groupID string, n int) {
+	g.T.Helper()
 	msgs := make([]*im.Message, n)
 	for i := range msgs {
 		msgs[i] = &im.Message{SendID: sender, RecvID: recvID, GroupID: groupID, ContentType: 101, Content: fmt.Sprintf("m%d", i+1)}
 	}
-	if _, err := g.m.Ingest.Ingest(context.Background(), msgs); err != nil {
-		g.t.Fatal(err)
+	if _, err := g.Ingest.Ingest(context.Background(), msgs); err != nil {
+		g.T.Fatal(err)
 	}
 }
 
-// testLogger sends the gateway's logs to the test log, shown only when a test fails (or -v).
-func testLogger(t testing.TB) *slog.Logger {
+// Logger sends a gateway's logs to the test log, shown only when a test fails (or -v).
+func Logger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
@@ -175,6 +186,10 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func issueAdmin(g *gateway) (string, error) {
-	return auth.Issue(g.m.Secret, "root", true, time.Hour, time.Now())
+// StoreFlags are the flags that point a subcommand (internal/cli) at the gateway's stores,
+// with a data directory of the test's own for the JWT secret the subcommand keeps there, so
+// that no test writes into the source tree.
+func (g *Gateway) StoreFlags() []string {
+	return []string{"-mongo-uri", g.Config.MongoURI, "-mongo-db", g.Config.MongoDatabase, "-redis-url", g.Config.RedisURL,
+		"-data-dir", g.T.TempDir()}
 }
