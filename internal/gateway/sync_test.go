@@ -188,13 +188,9 @@ func TestSyncEventsNeedAToken(t *testing.T) {
 	g := gatewaytest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, strings.Replace(g.URL, "http", "ws", 1)+"/query",
-		&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.CloseNow() }()
+	conn := gatewaytest.DialWS(t, g.URL, gatewaytest.WSOptions{}).Conn
 	_ = conn.Write(ctx, websocket.MessageText, []byte(`{"type":"connection_init","payload":{"Authorization":"Bearer nope"}}`))
+	var err error
 	for {
 		if _, _, err = conn.Read(ctx); err != nil {
 			break
