@@ -59,13 +59,13 @@ type HandlerOptions struct {
 	// Loaders tunes the per-request dataloaders.
 	Loaders LoaderOptions
 	// KeepAlive is how often an idle WebSocket connection is pinged (graphql-ws "ka" messages,
-	// graphql-transport-ws pings). Default 15s.
+	// graphql-transport-ws pings). Default DefaultKeepAlive.
 	KeepAlive time.Duration
 	// Logger receives internal errors. Default slog.Default().
 	Logger *slog.Logger
-	// Extensions are installed first, in order, so that they wrap every other extension
-	// (metrics must see every answer, the limits' too).
-	Extensions []graphql.HandlerExtension
+	// Metrics, when set, is told of every operation and answer. Its extension is installed
+	// first, so that it wraps every other one and sees every answer, the limits' too.
+	Metrics OperationMetrics
 }
 
 // NewHandler returns the GraphQL endpoint: GET and POST transports, automatic persisted
@@ -79,8 +79,8 @@ func NewHandler(r *Resolver, o HandlerOptions) http.Handler {
 	cfg := Config{Resolvers: r}
 	priceLists(&cfg.Complexity)
 	srv := handler.New(NewExecutableSchema(cfg))
-	for _, ext := range o.Extensions {
-		srv.Use(ext)
+	if o.Metrics != nil {
+		srv.Use(metricsExtension{o.Metrics})
 	}
 	srv.AddTransport(refusedTransport{})
 	srv.AddTransport(transport.Options{})
@@ -141,7 +141,7 @@ func (o HandlerOptions) withDefaults() HandlerOptions {
 		o.PersistedQueries = lru.New[string](1000)
 	}
 	if o.KeepAlive == 0 {
-		o.KeepAlive = 15 * time.Second
+		o.KeepAlive = DefaultKeepAlive
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -118,6 +118,9 @@ func connectionOperations(ctx context.Context, next graphql.OperationHandler) gr
 // may hold open: each holds a goroutine and a buffer, and one per device is what is needed.
 const MaxSubscriptionsPerConnection = 8
 
+// DefaultKeepAlive is how often an idle WebSocket connection is pinged (HandlerOptions).
+const DefaultKeepAlive = 15 * time.Second
+
 // closableImplementation accepts WebSocket connections like its inner implementation and
 // records each in its request's context, so that a subscription can close its connection
 // with a code and reason of its own (gqlgen's transport offers only "terminated").

@@ -16,11 +16,15 @@ type PersistedQueries struct {
 	ttl time.Duration
 }
 
+// DefaultPersistedQueryTTL is how long a persisted query is kept after it was registered.
+const DefaultPersistedQueryTTL = 24 * time.Hour
+
 // PersistedQueries returns the persisted-query store; a query is kept for ttl after it was
-// registered (default 24h). Clients register a query again when it has expired.
+// registered (0: DefaultPersistedQueryTTL). Clients register a query again when it has
+// expired.
 func (c *Cache) PersistedQueries(ttl time.Duration) *PersistedQueries {
 	if ttl <= 0 {
-		ttl = 24 * time.Hour
+		ttl = DefaultPersistedQueryTTL
 	}
 	return &PersistedQueries{c: c, ttl: ttl}
 }

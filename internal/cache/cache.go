@@ -11,6 +11,14 @@ import (
 	"github.com/msggate/msggate/internal/im"
 )
 
+// Defaults of Options that the gateway's flags show too.
+const (
+	// DefaultEventLogMaxLen is how many events each user's log keeps.
+	DefaultEventLogMaxLen = 10000
+	// DefaultEventLogMaxAge is how long an event is kept.
+	DefaultEventLogMaxAge = 7 * 24 * time.Hour
+)
+
 // Options configures a Cache. The zero value is usable: every zero field takes its default.
 type Options struct {
 	// Prefix starts every key, so that several deployments (or tests) can share one Redis.
@@ -23,11 +31,15 @@ type Options struct {
 	// AllocLockTTL bounds how long an instance may hold the allocator's refill lock. Default 5s.
 	AllocLockTTL time.Duration
 	// EventLogMaxLen bounds each user's event log; older events are dropped, and a token older
-	// than the log answers "too long". Default 10000.
+	// than the log answers "too long". Default DefaultEventLogMaxLen.
 	EventLogMaxLen int64
 	// EventLogMaxAge bounds how long an event is kept, and how long an idle log lives.
-	// Default 7 days.
+	// Default DefaultEventLogMaxAge.
 	EventLogMaxAge time.Duration
+	// ObserveCall, when set, is told how long each Redis round trip took (metrics).
+	ObserveCall CallObserver
+	// OnRoundTrip, when set, is told of each round trip before it is made (tests count them).
+	OnRoundTrip RoundTripObserver
 }
 
 func (o Options) withDefaults() Options {
@@ -41,10 +53,10 @@ func (o Options) withDefaults() Options {
 		o.StateTTL = 7 * 24 * time.Hour
 	}
 	if o.EventLogMaxLen == 0 {
-		o.EventLogMaxLen = 10000
+		o.EventLogMaxLen = DefaultEventLogMaxLen
 	}
 	if o.EventLogMaxAge == 0 {
-		o.EventLogMaxAge = 7 * 24 * time.Hour
+		o.EventLogMaxAge = DefaultEventLogMaxAge
 	}
 	if o.AllocLockTTL == 0 {
 		o.AllocLockTTL = 5 * time.Second
@@ -56,10 +68,20 @@ func (o Options) withDefaults() Options {
 type Cache struct {
 	rdb  redis.UniversalClient
 	opts Options
+	// ownsClient: the Cache dialled its client (Dial), so Close closes it.
+	ownsClient bool
 }
 
-// New returns a Cache over a go-redis client (single node or cluster).
+// New returns a Cache over a go-redis client (single node or cluster). The observers of opts
+// are added to the client as hooks; on a cluster client they see each call once, as the
+// caller made it, before go-redis splits it by node.
 func New(rdb redis.UniversalClient, opts Options) *Cache {
+	if opts.OnRoundTrip != nil {
+		rdb.AddHook(RoundTripHook(opts.OnRoundTrip))
+	}
+	if opts.ObserveCall != nil {
+		rdb.AddHook(TimingHook(opts.ObserveCall))
+	}
 	return &Cache{rdb: rdb, opts: opts.withDefaults()}
 }
 

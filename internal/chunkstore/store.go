@@ -31,6 +31,8 @@ type Store struct {
 	groupMembers *mongo.Collection
 	// userConversations lists each user's conversations.
 	userConversations *mongo.Collection
+	// ownsClient: the store connected itself, so Close disconnects.
+	ownsClient bool
 }
 
 // Open returns a Store on the database and creates the indexes it relies on. Creating an index

@@ -11,6 +11,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/chunkstore"
 )
 
 // MongoCommands counts the commands a MongoDB client sends, by command name and target
@@ -20,20 +23,23 @@ type MongoCommands struct {
 	n  map[string]int // "<command> <collection>" -> count
 }
 
-// Monitor returns the command monitor to install on the client under test.
+// Observe counts one command; it is a chunkstore.CommandStarted, for the gateway's
+// Config.OnMongoCommand.
+func (c *MongoCommands) Observe(_ context.Context, command, collection string) {
+	if collection == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[command+" "+collection]++
+}
+
+// Monitor returns the command monitor to install on a client the test connects itself.
 func (c *MongoCommands) Monitor() *event.CommandMonitor {
-	return &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
-		coll, ok := e.Command.Lookup(e.CommandName).StringValueOK()
-		if !ok {
-			return
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.n == nil {
-			c.n = map[string]int{}
-		}
-		c.n[e.CommandName+" "+coll]++
-	}}
+	return chunkstore.StartedMonitor(c.Observe)
 }
 
 // Count returns how many of the named commands targeted coll since the last Reset.
@@ -75,10 +81,11 @@ func (m *MongoDB) Connect(t testing.TB, monitor *event.CommandMonitor) *mongo.Da
 	return client.Database(m.Database())
 }
 
-// RedisRoundTrips is a go-redis hook that records each round trip (one command, or one
-// pipeline) a client makes, as the list of its commands with their key ("hmget
-// msggate:{c}:chunk:0"; for scripts, their first key). The handshake go-redis runs on every new connection (HELLO, CLIENT)
-// is not recorded.
+// RedisRoundTrips records each round trip (one command, or one pipeline) a Redis client
+// makes, as the list of its commands with their key ("hmget msggate:{c}:chunk:0"; for
+// scripts, their first key). The handshake go-redis runs on every new connection (HELLO,
+// CLIENT) is not recorded. Its Observe is a cache.RoundTripObserver, for the gateway's
+// Config.OnRedisRoundTrip; it is also a go-redis hook, for a client the test makes itself.
 //
 // On a Redis Cluster, add it to the redis.ClusterClient with AddHook: it then sees each call
 // once, as the caller made it, before go-redis splits it by node. A pipeline whose keys live
@@ -99,37 +106,25 @@ func (h *RedisRoundTrips) DialHook(next redis.DialHook) redis.DialHook { return 
 
 // ProcessHook implements redis.Hook.
 func (h *RedisRoundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.record([]redis.Cmder{cmd})
-		return next(ctx, cmd)
-	}
+	return cache.RoundTripHook(h.Observe).ProcessHook(next)
 }
 
 // ProcessPipelineHook implements redis.Hook.
 func (h *RedisRoundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.record(cmds)
-		return next(ctx, cmds)
-	}
+	return cache.RoundTripHook(h.Observe).ProcessPipelineHook(next)
 }
 
-func (h *RedisRoundTrips) record(cmds []redis.Cmder) {
+// Observe records one round trip.
+func (h *RedisRoundTrips) Observe(calls []cache.Call) {
 	var trip []string
-	for _, cmd := range cmds {
-		switch cmd.Name() {
+	for _, c := range calls {
+		switch c.Name {
 		case "hello", "client":
 			continue
 		}
-		s := cmd.Name()
-		args := cmd.Args()
-		first := 1
-		if s == "evalsha" || s == "eval" { // EVALSHA sha numkeys key...: name the first key
-			first = 3
-		}
-		if len(args) > first {
-			if a, ok := args[first].(string); ok {
-				s += " " + a
-			}
+		s := c.Name
+		if c.Key != "" {
+			s += " " + c.Key
 		}
 		trip = append(trip, s)
 	}

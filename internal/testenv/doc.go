@@ -1,4 +1,5 @@
 // Package testenv starts real backing servers for tests: a dedicated
 // redis-server per test and one FerretDB child process per test binary, with a
-// fresh database per test. It is meant to be imported only from _test files.
+// fresh database per test. It is meant to be imported only from tests and test harnesses
+// (internal/gateway/gatewaytest).
 package testenv

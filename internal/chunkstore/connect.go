@@ -1,0 +1,99 @@
+package chunkstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// Defaults of Options.
+const (
+	// DefaultDatabase is the database msggate keeps its collections in.
+	DefaultDatabase = "msggate"
+	// DefaultTimeout bounds one MongoDB operation, retries included, when the caller's
+	// context allows longer.
+	DefaultTimeout = 10 * time.Second
+)
+
+// Options says where Connect finds MongoDB and who watches the commands it sends. Every zero
+// field but URI takes its default.
+type Options struct {
+	// URI is the MongoDB connection string (mongodb:// or mongodb+srv://). Required.
+	URI string
+	// Database holds the collections. Default DefaultDatabase.
+	Database string
+	// Timeout bounds each operation. Default DefaultTimeout.
+	Timeout time.Duration
+	// ObserveCommand, when set, is told how long each command took and whether it failed
+	// (metrics).
+	ObserveCommand CommandObserver
+	// OnCommand, when set, is told of each command as it is about to be sent (tests count
+	// commands, or hold one back).
+	OnCommand CommandStarted
+}
+
+// CommandStarted is told of a MongoDB command as it is about to be sent: its name ("find",
+// "update", ...) and the collection it targets, "" when it targets none. It runs on the
+// caller's goroutine before the command goes out, so it may hold the command back.
+type CommandStarted func(ctx context.Context, command, collection string)
+
+// Connect connects to MongoDB and opens the Store on opts.Database (see Open). Close
+// disconnects.
+func Connect(ctx context.Context, opts Options) (*Store, error) {
+	if opts.URI == "" {
+		return nil, errors.New("chunkstore: no MongoDB URI")
+	}
+	if opts.Database == "" {
+		opts.Database = DefaultDatabase
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	observe := opts.ObserveCommand
+	if observe == nil {
+		observe = func(string, time.Duration, bool) {}
+	}
+	client, err := mongo.Connect(options.Client().
+		ApplyURI(opts.URI).
+		SetTimeout(opts.Timeout).
+		SetMonitor(TimingMonitor(StartedMonitor(opts.OnCommand), observe)))
+	if err != nil {
+		return nil, fmt.Errorf("connect to MongoDB: %w", err)
+	}
+	s, err := Open(ctx, client.Database(opts.Database))
+	if err != nil {
+		_ = client.Disconnect(context.Background())
+		return nil, err
+	}
+	s.ownsClient = true
+	return s, nil
+}
+
+// Close disconnects from MongoDB when the store connected itself (Connect); a store opened
+// on the caller's database (Open) leaves its client to the caller.
+func (s *Store) Close(ctx context.Context) error {
+	if !s.ownsClient {
+		return nil
+	}
+	return s.db.Client().Disconnect(ctx)
+}
+
+// StartedMonitor returns a command monitor that tells started (when not nil) of every command
+// as it starts: the driver-level form of Options.OnCommand, for tests that connect through
+// the driver themselves.
+func StartedMonitor(started CommandStarted) *event.CommandMonitor {
+	if started == nil {
+		return &event.CommandMonitor{}
+	}
+	return &event.CommandMonitor{Started: func(ctx context.Context, e *event.CommandStartedEvent) {
+		// A command names its collection as the value of its first field ({find: "msg"});
+		// commands on no collection carry something else there ({ping: 1}).
+		coll, _ := e.Command.Lookup(e.CommandName).StringValueOK()
+		started(ctx, e.CommandName, coll)
+	}}
+}

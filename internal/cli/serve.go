@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/gateway"
+)
+
+// Serve: msggate [serve] [flags]
+// It runs the gateway until ctx ends. A new embedded installation starts with the demo data.
+func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := gateway.Config{LogOutput: stderr}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg.RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if cfg.MongoURI == "" {
+		fmt.Fprintf(stdout, "starting the embedded store under %s (first start builds its SQLite files)...\n", cfg.DataDir)
+	}
+	m, err := gateway.Open(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	// Deferred after Close, so the job stops before the stores close.
+	waitRetention, err := m.StartRetention(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer waitRetention()
+	if cfg.MongoURI == "" {
+		// A new embedded installation starts with the demo data, so there is something to query.
+		if empty, err := m.Store.Empty(ctx); err != nil {
+			return err
+		} else if empty {
+			fmt.Fprintln(stdout, "new store: adding the demo data set (go run . seed does the same)")
+			if err := seedDemo(ctx, m, io.Discard); err != nil {
+				return err
+			}
+		}
+	}
+	return m.Serve(ctx, func(addr string) { printStartup(stdout, cfg, m, addr) })
+}
+
+// printStartup tells a new user where the gateway listens and how to make a first request.
+func printStartup(w io.Writer, cfg gateway.Config, m *gateway.Gateway, addr string) {
+	host := addr
+	if h, p, err := net.SplitHostPort(addr); err == nil && (h == "" || h == "::" || h == "0.0.0.0") {
+		host = "localhost:" + p
+	}
+	fmt.Fprintf(w, "msggate is listening on http://%s/query\n", host)
+	if cfg.Playground {
+		fmt.Fprintf(w, "GraphiQL:     http://%s/\n", host)
+	}
+	if demo, err := auth.Issue(m.Secret, DemoUser, false, tokenTTL, time.Now()); err == nil {
+		fmt.Fprintf(w, "demo token for %s (24h): %s\n", DemoUser, demo)
+	}
+	tokenCmd := "go run . token -user alice"
+	if cfg.DataDir != gateway.DefaultDataDir && cfg.JWTSecret == "" {
+		tokenCmd += " -data-dir " + cfg.DataDir
+	}
+	body, _ := json.Marshal(map[string]string{"query": DemoQuery})
+	fmt.Fprintf(w, "more tokens:  %s\n", tokenCmd)
+	fmt.Fprintf(w, "example:      curl -s http://%s/query -H \"Authorization: Bearer $TOKEN\" -H 'Content-Type: application/json' -d '%s'\n", host, body)
+}

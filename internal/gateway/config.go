@@ -1,0 +1,164 @@
+package gateway
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/msggate/msggate/graph"
+	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/retention"
+)
+
+// This file is the only reader of msggate's environment variables: each setting has a flag,
+// and the variable, when set, is the flag's default.
+const (
+	EnvAddr              = "MSGGATE_ADDR"
+	EnvDataDir           = "MSGGATE_DATA_DIR"
+	EnvMongoURI          = "MSGGATE_MONGO_URI"
+	EnvMongoDatabase     = "MSGGATE_MONGO_DATABASE"
+	EnvRedisURL          = "MSGGATE_REDIS_URL"
+	EnvJWTSecret         = "MSGGATE_JWT_SECRET"
+	EnvRetentionDays     = "MSGGATE_RETENTION_DAYS"
+	EnvRetentionInterval = "MSGGATE_RETENTION_INTERVAL"
+)
+
+// Defaults of Config that belong to no package below it.
+const (
+	DefaultAddr    = ":8080"
+	DefaultDataDir = "./data"
+)
+
+// Config is everything a gateway needs to start. RegisterFlags fills it from flags and the
+// environment; the flag wins.
+type Config struct {
+	Addr          string // MSGGATE_ADDR, default DefaultAddr
+	DataDir       string // MSGGATE_DATA_DIR, default DefaultDataDir: embedded store and generated secret
+	MongoURI      string // MSGGATE_MONGO_URI; empty: FerretDB in-process on SQLite under DataDir
+	MongoDatabase string // MSGGATE_MONGO_DATABASE, default chunkstore.DefaultDatabase
+	RedisURL      string // MSGGATE_REDIS_URL; empty: an in-process Redis-compatible server
+	JWTSecret     string // MSGGATE_JWT_SECRET (no flag); empty: generated once and kept in DataDir
+	Introspection bool
+	Playground    bool      // serve GraphiQL at /
+	LogOutput     io.Writer // where embedded servers log warnings; default os.Stderr
+
+	// Request limits (graph.HandlerOptions): zero takes the default, negative switches off.
+	MaxBodyBytes   int64         // default graph.DefaultMaxBodyBytes
+	MaxTokens      int           // parser tokens of a query; default graph.DefaultMaxTokens
+	MaxDepth       int           // nesting of fields, introspection aside; default graph.DefaultMaxDepth
+	MaxAliases     int           // default graph.DefaultMaxAliases
+	MaxComplexity  int           // default graph.DefaultMaxComplexity
+	RateLimit      float64       // requests a second per user, sustained; default graph.DefaultRateLimit
+	RateBurst      int           // requests per user at once; default graph.DefaultRateBurst
+	RequestTimeout time.Duration // default graph.DefaultRequestTimeout
+
+	// Sync: the per-user event log and live subscriptions.
+	EventLogMaxLen int64         // events kept per user; default cache.DefaultEventLogMaxLen
+	EventLogMaxAge time.Duration // how long an event is kept; default cache.DefaultEventLogMaxAge
+	KeepAlive      time.Duration // WebSocket keepalive ping interval; default graph.DefaultKeepAlive
+
+	// Retention deletes whole chunks older than a number of days (off by default).
+	Retention RetentionConfig
+
+	// For tests: watch MongoDB commands and Redis round trips (to count them, or to hold a
+	// command back), and tune the dataloaders.
+	OnMongoCommand   chunkstore.CommandStarted
+	OnRedisRoundTrip cache.RoundTripObserver
+	Loaders          graph.LoaderOptions
+}
+
+// RegisterFlags registers the gateway's flags on fs, into c, with defaults from the
+// environment. The JWT secret has no flag (a command line is visible to every user of the
+// machine): it is taken from MSGGATE_JWT_SECRET here.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	c.JWTSecret = env(EnvJWTSecret, "")
+	fs.StringVar(&c.Addr, "addr", env(EnvAddr, DefaultAddr), "listen address ("+EnvAddr+")")
+	fs.StringVar(&c.DataDir, "data-dir", env(EnvDataDir, DefaultDataDir), "data directory for the embedded default ("+EnvDataDir+")")
+	fs.StringVar(&c.MongoURI, "mongo-uri", env(EnvMongoURI, ""), "MongoDB URI; empty runs FerretDB in-process ("+EnvMongoURI+")")
+	fs.StringVar(&c.MongoDatabase, "mongo-db", env(EnvMongoDatabase, chunkstore.DefaultDatabase), "MongoDB database ("+EnvMongoDatabase+")")
+	fs.StringVar(&c.RedisURL, "redis-url", env(EnvRedisURL, ""), "Redis URL; empty runs an in-process Redis ("+EnvRedisURL+")")
+	fs.BoolVar(&c.Introspection, "introspection", true, "allow GraphQL schema introspection")
+	fs.BoolVar(&c.Playground, "playground", true, "serve GraphiQL at /")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", graph.DefaultMaxBodyBytes, "largest request body; negative: no limit")
+	fs.IntVar(&c.MaxTokens, "max-tokens", graph.DefaultMaxTokens, "most tokens in a query; negative: no limit")
+	fs.IntVar(&c.MaxDepth, "max-depth", graph.DefaultMaxDepth, "deepest nesting of fields in a query, introspection aside; negative: no limit")
+	fs.IntVar(&c.MaxAliases, "max-aliases", graph.DefaultMaxAliases, "most aliases in a query; negative: no limit")
+	fs.IntVar(&c.MaxComplexity, "max-complexity", graph.DefaultMaxComplexity, "highest cost of a query, about the objects it may resolve; negative: no limit")
+	fs.Float64Var(&c.RateLimit, "rate-limit", graph.DefaultRateLimit, "requests a second each user may make, sustained; negative: no rate limit")
+	fs.IntVar(&c.RateBurst, "rate-burst", graph.DefaultRateBurst, "requests each user may make at once")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", graph.DefaultRequestTimeout, "longest time a request may take; negative: no limit")
+	fs.Int64Var(&c.EventLogMaxLen, "event-log-len", cache.DefaultEventLogMaxLen, "events kept in each user's sync log; an older sync token answers tooLong")
+	fs.DurationVar(&c.EventLogMaxAge, "event-log-age", cache.DefaultEventLogMaxAge, "how long events stay in the sync log")
+	fs.DurationVar(&c.KeepAlive, "ws-keepalive", graph.DefaultKeepAlive, "WebSocket keepalive ping interval")
+	c.Retention.registerFlags(fs)
+}
+
+// RegisterSecretFlags registers what a client of a running gateway needs to mint tokens
+// without opening its stores (sync-client): -secret, defaulting to MSGGATE_JWT_SECRET, and
+// -data-dir, the gateway's data directory that keeps a generated secret.
+func (c *Config) RegisterSecretFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.JWTSecret, "secret", env(EnvJWTSecret, ""), "JWT secret to mint the token with ("+EnvJWTSecret+")")
+	fs.StringVar(&c.DataDir, "data-dir", env(EnvDataDir, DefaultDataDir), "the gateway's data directory, holding its generated secret ("+EnvDataDir+")")
+}
+
+// RetentionConfig is the retention part of Config: how old history may get before the
+// retention job deletes it (internal/retention). Every gateway instance with Days > 0 runs the
+// job; running it on several at once is safe (its steps are idempotent), only redundant.
+type RetentionConfig struct {
+	Days     int           // MSGGATE_RETENTION_DAYS; 0 keeps history forever
+	Interval time.Duration // MSGGATE_RETENTION_INTERVAL, default retention.DefaultInterval: time between runs
+	// envErr is a malformed environment value, reported when retention starts (flag
+	// registration cannot fail).
+	envErr error
+}
+
+// registerFlags registers -retention-days and -retention-interval, with defaults from the
+// environment.
+func (c *RetentionConfig) registerFlags(fs *flag.FlagSet) {
+	days, interval := 0, retention.DefaultInterval
+	c.envErr = nil
+	if v, ok := os.LookupEnv(EnvRetentionDays); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			c.envErr = fmt.Errorf("%s=%q is not a whole number of days", EnvRetentionDays, v)
+		}
+		days = n
+	}
+	if v, ok := os.LookupEnv(EnvRetentionInterval); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			c.envErr = errors.Join(c.envErr, fmt.Errorf("%s=%q is not a duration such as 1h", EnvRetentionInterval, v))
+		}
+		interval = d
+	}
+	fs.IntVar(&c.Days, "retention-days", days, "delete history older than this many days; 0 keeps it forever ("+EnvRetentionDays+")")
+	fs.DurationVar(&c.Interval, "retention-interval", interval, "time between retention runs ("+EnvRetentionInterval+")")
+}
+
+// MaxAge checks the configuration and returns the age history may reach; 0 means retention
+// is off.
+func (c RetentionConfig) MaxAge() (time.Duration, error) {
+	if c.envErr != nil {
+		return 0, c.envErr
+	}
+	if c.Days < 0 {
+		return 0, fmt.Errorf("-retention-days must be 0 (off) or more, got %d", c.Days)
+	}
+	if c.Interval < 0 {
+		return 0, fmt.Errorf("-retention-interval must not be negative, got %s", c.Interval)
+	}
+	return time.Duration(c.Days) * 24 * time.Hour, nil
+}
+
+// env returns the environment variable k, or def when it is not set.
+func env(k, def string) string {
+	if v, ok := os.LookupEnv(k); ok {
+		return v
+	}
+	return def
+}

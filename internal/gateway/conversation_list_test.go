@@ -1,0 +1,99 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
+	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/testenv"
+)
+
+// Ensure the conversation list comes newest activity first, pages by cursor, and carries unread
+// counts and last messages; totalUnread adds them up.
+func TestViewerConversations(t *testing.T) {
+	g := gatewaytest.Start(t)
+	alice := g.Token("alice")
+	// Activity order, oldest first: carol (2 messages), dave (1), erin (3, one of them alice's).
+	g.Send("carol", "alice", "", 2)
+	g.Send("dave", "alice", "", 1)
+	g.Send("erin", "alice", "", 2)
+	g.SendGQL(alice, map[string]any{"recvID": "erin", "contentType": 101, "content": "mine"})
+
+	var page gatewaytest.Viewer
+	g.Query(alice, gatewaytest.ViewerQuery, map[string]any{"first": 2}, &page)
+	v := page.Viewer
+	if v.UserID != "alice" || v.TotalUnread != 3 { // carol 2, dave 1, erin 0 (alice answered)
+		t.Fatalf("viewer %s totalUnread %d, want alice 3", v.UserID, v.TotalUnread)
+	}
+	nodes := v.Conversations.Nodes
+	if len(nodes) != 2 || nodes[0].ID != "si_alice_erin" || nodes[1].ID != "si_alice_dave" || !v.Conversations.PageInfo.HasNextPage {
+		t.Fatalf("first page: %+v", v.Conversations)
+	}
+	if nodes[0].UnreadCount != 0 || nodes[0].ReadSeq != 3 || nodes[0].LastMessage == nil || *nodes[0].LastMessage.Content != "mine" {
+		t.Errorf("erin: %+v (alice's own last message reads everything before it)", nodes[0])
+	}
+	g.Query(alice, gatewaytest.ViewerQuery, map[string]any{"first": 2, "after": *v.Conversations.PageInfo.EndCursor}, &page)
+	nodes = page.Viewer.Conversations.Nodes
+	if len(nodes) != 1 || nodes[0].ID != "si_alice_carol" || nodes[0].UnreadCount != 2 || page.Viewer.Conversations.PageInfo.HasNextPage {
+		t.Fatalf("second page: %+v", page.Viewer.Conversations)
+	}
+	for _, tc := range []struct {
+		vars map[string]any
+		code string
+	}{
+		{map[string]any{"first": 101}, "LIMIT_EXCEEDED"},
+		{map[string]any{"first": 0}, "BAD_USER_INPUT"},
+		{map[string]any{"after": "not-a-cursor!"}, "BAD_USER_INPUT"},
+	} {
+		if code := g.ErrorCode(alice, gatewaytest.ViewerQuery, tc.vars); code != tc.code {
+			t.Errorf("%v: code %q, want %q", tc.vars, code, tc.code)
+		}
+	}
+}
+
+// Ensure a page of 100 conversations with last messages and unread counts costs, on a warm
+// cache, one Redis round trip for seq and read state, one for chunks, and one MongoDB query
+// (the conversation list itself).
+func TestViewerConversationsPageIsBatched(t *testing.T) {
+	g := gatewaytest.Start(t)
+	// Ten batches of ten: FerretDB's bulk upserts slow down with the number of statements.
+	for batch := 0; batch < 10; batch++ {
+		msgs := make([]*im.Message, 10)
+		for i := range msgs {
+			msgs[i] = &im.Message{SendID: fmt.Sprintf("p%d%d", batch, i), RecvID: "alice", ContentType: 101, Content: "hello"}
+		}
+		if _, err := g.Ingest.Ingest(context.Background(), msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice := g.Token("alice")
+	var page gatewaytest.Viewer
+	g.Query(alice, gatewaytest.ViewerQuery, map[string]any{"first": 100}, &page) // warms the cache
+	g.Mongo.Reset()
+	g.RoundTrips.Take()
+	g.Query(alice, gatewaytest.ViewerQuery, map[string]any{"first": 100}, &page)
+	if n := len(page.Viewer.Conversations.Nodes); n != 100 || page.Viewer.TotalUnread != 100 {
+		t.Fatalf("got %d conversations, totalUnread %d", n, page.Viewer.TotalUnread)
+	}
+	for _, c := range page.Viewer.Conversations.Nodes {
+		if c.UnreadCount != 1 || c.LastMessage == nil || *c.LastMessage.Content != "hello" {
+			t.Fatalf("conversation %+v", c)
+		}
+	}
+	trips := g.RoundTrips.Take()
+	if n := testenv.Matching(trips, "hmget", ":seq"); n != 1 {
+		t.Errorf("%d Redis round trips read seq state, want 1", n)
+	}
+	if n := testenv.Matching(trips, "hmget", ":chunk:"); n != 1 {
+		t.Errorf("%d Redis round trips read chunks, want 1", n)
+	}
+	mongo := 0
+	for _, coll := range []string{"msg", "seq", "seq_user", "user_conversation", "group_member"} {
+		mongo += g.Mongo.Count(coll, "find")
+	}
+	if mongo != 1 {
+		t.Errorf("%d MongoDB queries, want 1 (the conversation list)", mongo)
+	}
+}

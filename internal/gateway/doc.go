@@ -1,0 +1,7 @@
+// Package gateway wires msggate together: its Config (flags and environment, the only reader
+// of MSGGATE_* variables), Open and Close of the stores and the parts over them, the HTTP
+// routes (GraphQL, GraphiQL, health, readiness, metrics), Serve with a graceful shutdown, the
+// retention job's start-up, and the JWT secret kept in the data directory.
+//
+// Its package gatewaytest starts gateways for tests.
+package gateway

@@ -1,0 +1,110 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/embedded"
+	"github.com/msggate/msggate/internal/ingest"
+	"github.com/msggate/msggate/internal/ops"
+	imsync "github.com/msggate/msggate/internal/sync"
+)
+
+// Gateway is a running gateway: its stores, its HTTP server, and what must be closed.
+type Gateway struct {
+	Config  Config
+	Secret  []byte
+	Addr    string // the address actually listened on
+	Store   *chunkstore.Store
+	Cache   *cache.Cache
+	Ledger  *imsync.Ledger
+	Ingest  *ingest.Ingester
+	Hub     *imsync.Hub
+	Logger  *slog.Logger
+	Metrics *ops.Metrics // this gateway's own Prometheus registry, served on /metrics
+	closers []func() error
+	server  *http.Server
+}
+
+// Open connects to (or starts) MongoDB and Redis and wires every part, without serving.
+func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err error) {
+	if cfg.LogOutput == nil {
+		cfg.LogOutput = os.Stderr
+	}
+	// Every line logged with a request's context carries its request_id.
+	logger = ops.WithRequestIDs(logger)
+	opened := &Gateway{Config: cfg, Logger: logger, Metrics: ops.NewMetrics()}
+	g = opened
+	defer func() {
+		// Each error return sets g to nil; what was opened so far is closed through opened.
+		if err != nil {
+			_ = opened.Close()
+		}
+	}()
+	if g.Secret, err = JWTSecret(cfg); err != nil {
+		return nil, err
+	}
+	mongoURI := cfg.MongoURI
+	if mongoURI == "" {
+		uri, stop, err := embedded.StartFerretDB(ctx, cfg.DataDir, quiet(cfg.LogOutput))
+		if err != nil {
+			return nil, err
+		}
+		g.closers = append(g.closers, stop)
+		mongoURI = uri
+	}
+	if g.Store, err = chunkstore.Connect(ctx, chunkstore.Options{
+		URI:            mongoURI,
+		Database:       cfg.MongoDatabase,
+		ObserveCommand: g.Metrics.ObserveMongoCommand,
+		OnCommand:      cfg.OnMongoCommand,
+	}); err != nil {
+		return nil, err
+	}
+	g.closers = append(g.closers, func() error { return g.Store.Close(context.Background()) })
+
+	if cfg.RedisURL == "" {
+		url, stop, err := embedded.StartRedis()
+		if err != nil {
+			return nil, err
+		}
+		g.closers = append(g.closers, func() error { stop(); return nil })
+		cfg.RedisURL = url
+	}
+	if g.Cache, err = cache.Dial(cfg.RedisURL, cache.Options{
+		EventLogMaxLen: cfg.EventLogMaxLen,
+		EventLogMaxAge: cfg.EventLogMaxAge,
+		ObserveCall:    g.Metrics.ObserveRedisCall,
+		OnRoundTrip:    cfg.OnRedisRoundTrip,
+	}); err != nil {
+		return nil, err
+	}
+	g.closers = append(g.closers, g.Cache.Close)
+	g.Ledger = imsync.NewLedger(g.Store, g.Cache, imsync.Options{Logger: logger})
+	g.Ingest = ingest.New(g.Store, g.Cache, g.Ledger, ingest.Options{})
+	g.Hub = imsync.NewHub(g.Ledger, g.Cache, imsync.HubOptions{OnDrop: g.Metrics.CountDroppedSubscriber})
+	g.Metrics.WatchSubscribers(g.Hub.Subscribers)
+	g.closers = append(g.closers, g.Hub.Close)
+	return g, nil
+}
+
+// Close releases every connection and embedded server, newest first.
+func (g *Gateway) Close() error {
+	var errs []error
+	for i := len(g.closers) - 1; i >= 0; i-- {
+		errs = append(errs, g.closers[i]())
+	}
+	g.closers = nil
+	return errors.Join(errs...)
+}
+
+// quiet returns a logger for embedded servers: warnings and errors only.
+func quiet(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
