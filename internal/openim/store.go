@@ -25,11 +25,14 @@ const (
 // OpenIM creates them (by creating their indexes) when its msg service starts.
 var requiredCollections = []string{collMsg, collSeq}
 
-// Store reads one OpenIM deployment. It is safe for concurrent use. It does not own the
-// connections it was given: the caller closes them.
+// Store reads one OpenIM deployment. It is safe for concurrent use. A Store made by Open does
+// not own the connections it was given (the caller closes them); one made by Connect does.
 type Store struct {
+	db   *mongo.Database
 	rdb  redis.UniversalClient
 	opts Options
+	// owned: the Store connected itself (Connect), so Close disconnects.
+	owned bool
 
 	msg, seq, seqUser, conversation, groupMember *mongo.Collection
 }
@@ -68,6 +71,7 @@ func Open(ctx context.Context, db *mongo.Database, rdb redis.UniversalClient, op
 		return nil, redisError("ping", err)
 	}
 	return &Store{
+		db:           db,
 		rdb:          rdb,
 		opts:         opts,
 		msg:          db.Collection(collMsg),
