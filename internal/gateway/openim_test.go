@@ -1,6 +1,7 @@
-package graph_test
+package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,12 +15,14 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/openim/openimtest"
 )
 
-// These tests run GraphQL requests with OpenIM tokens against an OpenIM v3.8 deployment that
-// openimtest writes as OpenIM writes (see openimtest), and check the numbers and messages an
-// OpenIM client would see.
+// These tests run GraphQL requests over HTTP and WebSocket, with OpenIM tokens, against a
+// gateway in OpenIM mode (gatewaytest.StartOpenIM) over an OpenIM v3.8 deployment that
+// openimtest writes as OpenIM writes, and check the numbers and messages an OpenIM client
+// would see.
 
 const conversationQuery = `query($id: ID!) { conversation(id: $id) { id kind maxSeq minSeq readSeq unreadCount
 	lastMessage { seq status content }
@@ -49,21 +52,21 @@ type conversation struct {
 	} `json:"history"`
 }
 
-func (g *openIMGateway) conversation(token, id string) conversation {
-	g.t.Helper()
+func conversationOf(g *gatewaytest.OpenIMGateway, token, id string) conversation {
+	g.T.Helper()
 	var out struct {
 		Conversation conversation `json:"conversation"`
 	}
-	g.query(token, conversationQuery, map[string]any{"id": id}, &out)
+	g.Query(token, conversationQuery, map[string]any{"id": id}, &out)
 	return out.Conversation
 }
 
-func (g *openIMGateway) messages(token, id string, seqs ...int64) []message {
-	g.t.Helper()
+func messagesOf(g *gatewaytest.OpenIMGateway, token, id string, seqs ...int64) []message {
+	g.T.Helper()
 	var out struct {
 		Messages []message `json:"messages"`
 	}
-	g.query(token, `query($id: ID!, $seqs: [Int64!]!) { messages(conversationID: $id, seqs: $seqs) { seq status content revoke { userID } } }`,
+	g.Query(token, `query($id: ID!, $seqs: [Int64!]!) { messages(conversationID: $id, seqs: $seqs) { seq status content revoke { userID } } }`,
 		map[string]any{"id": id, "seqs": seqs}, &out)
 	return out.Messages
 }
@@ -85,6 +88,32 @@ func groupTexts(from, group, prefix string, n int) []*openimtest.MsgData {
 	return out
 }
 
+func bearer(token string) http.Header { return http.Header{"Authorization": {"Bearer " + token}} }
+
+// post sends one GraphQL request with header as given (nil: none).
+func post(g *gatewaytest.OpenIMGateway, header http.Header, query string, vars map[string]any) gatewaytest.Response {
+	g.T.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, _ := http.NewRequest(http.MethodPost, g.URL+"/query", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	_, r := g.Do(req, "")
+	return r
+}
+
+// errorCode sends a request that must fail and returns its first error's code.
+func errorCode(g *gatewaytest.OpenIMGateway, header http.Header, query string, vars map[string]any) string {
+	g.T.Helper()
+	r := post(g, header, query, vars)
+	if len(r.Errors) == 0 {
+		g.T.Fatalf("expected an error, got data %s", r.Data)
+	}
+	code, _ := r.Errors[0].Extensions["code"].(string)
+	return code
+}
+
 func seqsOf(ms []message) []int64 {
 	out := make([]int64, len(ms))
 	for i, m := range ms {
@@ -102,13 +131,13 @@ func content(m *message) string {
 
 // reservedMaxSeq is the conversation's seq.max_seq in OpenIM's MongoDB: the end of the last
 // block of seqs OpenIM reserved, not its last message.
-func (g *openIMGateway) reservedMaxSeq(conv string) int64 {
-	g.t.Helper()
+func reservedMaxSeq(g *gatewaytest.OpenIMGateway, conv string) int64 {
+	g.T.Helper()
 	var doc struct {
 		MaxSeq int64 `bson:"max_seq"`
 	}
-	if err := g.DB.Collection("seq").FindOne(context.Background(), bson.D{{Key: "conversation_id", Value: conv}}).Decode(&doc); err != nil {
-		g.t.Fatal(err)
+	if err := g.IM.DB.Collection("seq").FindOne(context.Background(), bson.D{{Key: "conversation_id", Value: conv}}).Decode(&doc); err != nil {
+		g.T.Fatal(err)
 	}
 	return doc.MaxSeq
 }
@@ -118,26 +147,26 @@ func (g *openIMGateway) reservedMaxSeq(conv string) int64 {
 // lost the current max seq; and the newest page and lastMessage end at the last message.
 func TestOpenIMSeqNumbers(t *testing.T) {
 	t.Parallel()
-	g := startOpenIM(t)
+	g := gatewaytest.StartOpenIM(t, nil)
 	chat := openimtest.SingleConversationID("alice", "bob")
-	g.Send(chat, texts("alice", "bob", "m", 250)...)
-	g.SetReadSeq(chat, "bob", 200) // mark-read: Redis only
+	g.IM.Send(chat, texts("alice", "bob", "m", 250)...)
+	g.IM.SetReadSeq(chat, "bob", 200) // mark-read: Redis only
 
 	group := openimtest.GroupConversationID("g1")
 	for _, u := range []string{"alice", "bob", "carol"} {
-		g.AddGroupMember("g1", u, openimtest.RoleMember)
+		g.IM.AddGroupMember("g1", u, openimtest.RoleMember)
 	}
-	g.Send(group, groupTexts("alice", "g1", "a", 100)...)
-	g.Send(group, groupTexts("bob", "g1", "b", 30)...)
-	g.PersistReadSeq(group, "carol", 23) // a read seq only MongoDB still has
-	if r1, r2 := g.reservedMaxSeq(chat), g.reservedMaxSeq(group); r1 != 300 || r2 != 200 {
+	g.IM.Send(group, groupTexts("alice", "g1", "a", 100)...)
+	g.IM.Send(group, groupTexts("bob", "g1", "b", 30)...)
+	g.IM.PersistReadSeq(group, "carol", 23) // a read seq only MongoDB still has
+	if r1, r2 := reservedMaxSeq(g, chat), reservedMaxSeq(g, group); r1 != 300 || r2 != 200 {
 		t.Fatalf("fixture: seq.max_seq %d and %d, want the reserved 300 and 200", r1, r2)
 	}
-	bob, carol, alice := g.Login("bob", 1, 7), g.Login("carol", 5, 7), g.Login("alice", 2, 7)
+	bob, carol, alice := g.IM.Login("bob", 1, 7), g.IM.Login("carol", 5, 7), g.IM.Login("alice", 2, 7)
 
 	check := func(when string) {
 		t.Helper()
-		c := g.conversation(bob, chat)
+		c := conversationOf(g, bob, chat)
 		if c.Kind != "SINGLE" || c.MaxSeq != 250 || c.ReadSeq != 200 || c.UnreadCount != 50 || c.MinSeq != 1 {
 			t.Errorf("%s: bob's chat %+v, want maxSeq 250, readSeq 200, unread 50, minSeq 1", when, c)
 		}
@@ -152,23 +181,23 @@ func TestOpenIMSeqNumbers(t *testing.T) {
 				t.Errorf("%s: newest page message %+v", when, m)
 			}
 		}
-		if a := g.conversation(alice, chat); a.ReadSeq != 250 || a.UnreadCount != 0 {
+		if a := conversationOf(g, alice, chat); a.ReadSeq != 250 || a.UnreadCount != 0 {
 			t.Errorf("%s: the sender's own messages are unread: %+v", when, a)
 		}
-		gc := g.conversation(carol, group)
+		gc := conversationOf(g, carol, group)
 		if gc.Kind != "GROUP" || gc.MaxSeq != 130 || gc.ReadSeq != 23 || gc.UnreadCount != 107 {
 			t.Errorf("%s: carol's group %+v, want maxSeq 130, readSeq 23, unread 107", when, gc)
 		}
 		if gc.LastMessage == nil || gc.LastMessage.Seq != 130 || !strings.Contains(content(gc.LastMessage), "b30") {
 			t.Errorf("%s: group lastMessage %+v, want seq 130 b30", when, gc.LastMessage)
 		}
-		if ab := g.conversation(alice, group); ab.ReadSeq != 100 || ab.UnreadCount != 30 {
+		if ab := conversationOf(g, alice, group); ab.ReadSeq != 100 || ab.UnreadCount != 30 {
 			t.Errorf("%s: alice in the group %+v, want readSeq 100, unread 30", when, ab)
 		}
 	}
 	check("with MALLOC_SEQ")
-	g.LoseSeqCache(chat)
-	g.LoseSeqCache(group)
+	g.IM.LoseSeqCache(chat)
+	g.IM.LoseSeqCache(group)
 	check("after OpenIM's Redis lost MALLOC_SEQ")
 }
 
@@ -191,19 +220,19 @@ func quoteOf(t *testing.T, quoted *openimtest.MsgData, seq int64) string {
 // the max seq are left out.
 func TestOpenIMMessageStatuses(t *testing.T) {
 	t.Parallel()
-	g := startOpenIM(t)
+	g := gatewaytest.StartOpenIM(t, nil)
 	chat := openimtest.SingleConversationID("alice", "bob")
 	msgs := texts("alice", "bob", "m", 4)
-	g.Send(chat, msgs...)
-	g.Send(chat,
+	g.IM.Send(chat, msgs...)
+	g.IM.Send(chat,
 		openimtest.Single("bob", "alice", openimtest.ContentQuote, quoteOf(t, msgs[1], 2)),
 		openimtest.Single("bob", "alice", openimtest.ContentQuote, quoteOf(t, msgs[0], 1)))
-	g.Revoke(chat, 2, openimtest.Revoke{Role: 0, UserID: "alice", Nickname: "Alice"})
-	g.DeleteForMe(chat, "bob", 3)
-	g.DeleteForEveryone(chat, 4)
-	bob, alice := g.Login("bob", 1, 7), g.Login("alice", 1, 7)
+	g.IM.Revoke(chat, 2, openimtest.Revoke{Role: 0, UserID: "alice", Nickname: "Alice"})
+	g.IM.DeleteForMe(chat, "bob", 3)
+	g.IM.DeleteForEveryone(chat, 4)
+	bob, alice := g.IM.Login("bob", 1, 7), g.IM.Login("alice", 1, 7)
 
-	got := g.messages(bob, chat, 1, 2, 3, 4, 5, 6, 7)
+	got := messagesOf(g, bob, chat, 1, 2, 3, 4, 5, 6, 7)
 	if seqs := seqsOf(got); !slices.Equal(seqs, []int64{1, 2, 3, 4, 5, 6}) {
 		t.Fatalf("seqs %v, want 1..6 (7 is above the max seq)", seqs)
 	}
@@ -222,7 +251,7 @@ func TestOpenIMMessageStatuses(t *testing.T) {
 	if c := content(&got[5]); !strings.Contains(c, "m1") {
 		t.Errorf("a quote of a standing message lost it: %s", c)
 	}
-	if st := g.messages(alice, chat, 3, 4); st[0].Status != "OK" || st[1].Status != "DELETED" {
+	if st := messagesOf(g, alice, chat, 3, 4); st[0].Status != "OK" || st[1].Status != "DELETED" {
 		t.Errorf("alice sees seq 3 %s (bob deleted it for himself only) and 4 %s", st[0].Status, st[1].Status)
 	}
 }
@@ -231,24 +260,24 @@ func TestOpenIMMessageStatuses(t *testing.T) {
 // Redis message cache, and count in maxSeq and lastMessage.
 func TestOpenIMInFlightMessages(t *testing.T) {
 	t.Parallel()
-	g := startOpenIM(t)
+	g := gatewaytest.StartOpenIM(t, nil)
 	chat := openimtest.SingleConversationID("alice", "bob")
-	g.Send(chat, texts("alice", "bob", "m", 2)...)
+	g.IM.Send(chat, texts("alice", "bob", "m", 2)...)
 	inFlight := texts("alice", "bob", "late", 2)
-	g.SendInFlight(chat, inFlight...)
-	bob := g.Login("bob", 1, 7)
+	g.IM.SendInFlight(chat, inFlight...)
+	bob := g.IM.Login("bob", 1, 7)
 
-	c := g.conversation(bob, chat)
+	c := conversationOf(g, bob, chat)
 	if c.MaxSeq != 4 || c.UnreadCount != 4 || c.LastMessage == nil || c.LastMessage.Seq != 4 || !strings.Contains(content(c.LastMessage), "late2") {
 		t.Errorf("with two messages in flight: %+v, lastMessage %+v", c, c.LastMessage)
 	}
-	for _, m := range g.messages(bob, chat, 3, 4) {
+	for _, m := range messagesOf(g, bob, chat, 3, 4) {
 		if m.Status != "OK" || !strings.Contains(content(&m), fmt.Sprintf("late%d", m.Seq-2)) {
 			t.Errorf("in-flight message %+v", m)
 		}
 	}
-	g.ToMongo(chat, inFlight...)
-	if m := g.messages(bob, chat, 4); m[0].Status != "OK" || !strings.Contains(content(&m[0]), "late2") {
+	g.IM.ToMongo(chat, inFlight...)
+	if m := messagesOf(g, bob, chat, 4); m[0].Status != "OK" || !strings.Contains(content(&m[0]), "late2") {
 		t.Errorf("after OpenIM wrote it to MongoDB: %+v", m[0])
 	}
 }
@@ -258,21 +287,21 @@ func TestOpenIMInFlightMessages(t *testing.T) {
 // inside a conversation ID, and that refusals carry msggate's usual codes.
 func TestOpenIMAccess(t *testing.T) {
 	t.Parallel()
-	g := startOpenIM(t)
+	g := gatewaytest.StartOpenIM(t, nil)
 	chat := openimtest.SingleConversationID("alice", "bob")
-	g.Send(chat, texts("alice", "bob", "m", 2)...)
+	g.IM.Send(chat, texts("alice", "bob", "m", 2)...)
 	underscored := openimtest.SingleConversationID("u_1", "u_2")
-	g.Send(underscored, texts("u_1", "u_2", "x", 1)...)
+	g.IM.Send(underscored, texts("u_1", "u_2", "x", 1)...)
 	group := openimtest.GroupConversationID("g1")
-	g.AddGroupMember("g1", "alice", openimtest.RoleOwner)
-	g.AddGroupMember("g1", "carol", openimtest.RoleMember)
-	g.Send(group, groupTexts("alice", "g1", "a", 3)...)
-	g.AddGroupMember("g1", "dave", openimtest.RoleMember) // joined after: no conversation document
-	g.QuitGroup("g1", "carol")                            // may read up to seq 3
-	g.Send(group, groupTexts("alice", "g1", "b", 2)...)
+	g.IM.AddGroupMember("g1", "alice", openimtest.RoleOwner)
+	g.IM.AddGroupMember("g1", "carol", openimtest.RoleMember)
+	g.IM.Send(group, groupTexts("alice", "g1", "a", 3)...)
+	g.IM.AddGroupMember("g1", "dave", openimtest.RoleMember) // joined after: no conversation document
+	g.IM.QuitGroup("g1", "carol")                            // may read up to seq 3
+	g.IM.Send(group, groupTexts("alice", "g1", "b", 2)...)
 
-	alice, eve, dave, carol, u2 := g.Login("alice", 1, 7), g.Login("eve", 1, 7), g.Login("dave", 1, 7), g.Login("carol", 1, 7), g.Login("u_2", 1, 7)
-	groupNamed := g.Login("g1", 1, 7) // a user whose ID is the group's
+	alice, eve, dave, carol, u2 := g.IM.Login("alice", 1, 7), g.IM.Login("eve", 1, 7), g.IM.Login("dave", 1, 7), g.IM.Login("carol", 1, 7), g.IM.Login("u_2", 1, 7)
+	groupNamed := g.IM.Login("g1", 1, 7) // a user whose ID is the group's
 
 	for _, tc := range []struct {
 		name, token, id, want string
@@ -284,27 +313,27 @@ func TestOpenIMAccess(t *testing.T) {
 		{"a malformed ID", alice, "x_alice_bob", "BAD_USER_INPUT"},
 		{"a bare prefix", alice, "si_", "BAD_USER_INPUT"},
 	} {
-		if code := g.errorCode(bearer(tc.token), conversationQuery, map[string]any{"id": tc.id}); code != tc.want {
+		if code := errorCode(g, bearer(tc.token), conversationQuery, map[string]any{"id": tc.id}); code != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, code, tc.want)
 		}
 	}
-	if code := g.errorCode(bearer(eve), `{ messages(conversationID: "si_alice_bob", seqs: [1]) { seq } }`, nil); code != "FORBIDDEN" {
+	if code := errorCode(g, bearer(eve), `{ messages(conversationID: "si_alice_bob", seqs: [1]) { seq } }`, nil); code != "FORBIDDEN" {
 		t.Errorf("messages of a chat eve is not in: %s", code)
 	}
-	if code := g.errorCode(bearer(alice), `{ messages(conversationID: "nope", seqs: [1]) { seq } }`, nil); code != "BAD_USER_INPUT" {
+	if code := errorCode(g, bearer(alice), `{ messages(conversationID: "nope", seqs: [1]) { seq } }`, nil); code != "BAD_USER_INPUT" {
 		t.Errorf("messages of a malformed ID: %s", code)
 	}
 
-	if c := g.conversation(u2, underscored); c.MaxSeq != 1 || c.Kind != "SINGLE" {
+	if c := conversationOf(g, u2, underscored); c.MaxSeq != 1 || c.Kind != "SINGLE" {
 		t.Errorf("a chat of users whose IDs hold '_': %+v", c)
 	}
-	if c := g.conversation(alice, "n_alice_bob"); c.Kind != "NOTIFICATION" || c.MaxSeq != 0 {
+	if c := conversationOf(g, alice, "n_alice_bob"); c.Kind != "NOTIFICATION" || c.MaxSeq != 0 {
 		t.Errorf("alice's notifications of her chat with bob: %+v", c)
 	}
-	if c := g.conversation(dave, group); c.MaxSeq != 5 {
+	if c := conversationOf(g, dave, group); c.MaxSeq != 5 {
 		t.Errorf("a member without a conversation document: %+v", c)
 	}
-	if c := g.conversation(carol, group); c.MaxSeq != 3 {
+	if c := conversationOf(g, carol, group); c.MaxSeq != 3 {
 		t.Errorf("a member who quit at seq 3 reads up to %d", c.MaxSeq)
 	}
 }
@@ -313,17 +342,17 @@ func TestOpenIMAccess(t *testing.T) {
 // documents, newest activity first, paged, and syncState agrees with them.
 func TestOpenIMConversationList(t *testing.T) {
 	t.Parallel()
-	g := startOpenIM(t)
+	g := gatewaytest.StartOpenIM(t, nil)
 	withAlice := openimtest.SingleConversationID("alice", "bob")
 	withCarol := openimtest.SingleConversationID("bob", "carol")
 	group := openimtest.GroupConversationID("g1")
-	g.AddGroupMember("g1", "bob", openimtest.RoleMember)
-	g.AddGroupMember("g1", "dave", openimtest.RoleOwner)
-	g.Send(withAlice, texts("alice", "bob", "m", 3)...) // 3 unread
-	g.Send(group, groupTexts("dave", "g1", "g", 5)...)  // 5 unread
-	g.Send(withCarol, texts("carol", "bob", "c", 2)...) // 2 unread, newest
-	g.SetReadSeq(group, "bob", 1)                       // 4 unread now
-	bob := g.Login("bob", 1, 7)
+	g.IM.AddGroupMember("g1", "bob", openimtest.RoleMember)
+	g.IM.AddGroupMember("g1", "dave", openimtest.RoleOwner)
+	g.IM.Send(withAlice, texts("alice", "bob", "m", 3)...) // 3 unread
+	g.IM.Send(group, groupTexts("dave", "g1", "g", 5)...)  // 5 unread
+	g.IM.Send(withCarol, texts("carol", "bob", "c", 2)...) // 2 unread, newest
+	g.IM.SetReadSeq(group, "bob", 1)                       // 4 unread now
+	bob := g.IM.Login("bob", 1, 7)
 
 	const listQuery = `query($after: String) { viewer { userID totalUnread
 		conversations(first: 2, after: $after) { nodes { id unreadCount } pageInfo { endCursor hasNextPage } } } }`
@@ -348,7 +377,7 @@ func TestOpenIMConversationList(t *testing.T) {
 	var p page
 	var after *string
 	for i := 0; i < 2; i++ {
-		g.query(bob, listQuery, map[string]any{"after": after}, &p)
+		g.Query(bob, listQuery, map[string]any{"after": after}, &p)
 		for _, n := range p.Viewer.Conversations.Nodes {
 			ids, unread = append(ids, n.ID), append(unread, n.UnreadCount)
 		}
@@ -375,12 +404,12 @@ func TestOpenIMConversationList(t *testing.T) {
 			} `json:"conversations"`
 		} `json:"syncState"`
 	}
-	g.query(bob, `{ syncState { token totalUnread hasMore conversations { id unreadCount } } }`, nil, &st)
+	g.Query(bob, `{ syncState { token totalUnread hasMore conversations { id unreadCount } } }`, nil, &st)
 	if st.SyncState.TotalUnread != 9 || st.SyncState.HasMore || len(st.SyncState.Conversations) != 3 ||
 		st.SyncState.Conversations[0].ID != withCarol || st.SyncState.Token != "" {
 		t.Errorf("syncState %+v, want the same three conversations, 9 unread, no token", st.SyncState)
 	}
-	if code := g.errorCode(bearer(bob), `{ syncDifference(since: "x.1") { token } }`, nil); code != "UNSUPPORTED" {
+	if code := errorCode(g, bearer(bob), `{ syncDifference(since: "x.1") { token } }`, nil); code != "UNSUPPORTED" {
 		t.Errorf("syncDifference: %s, want UNSUPPORTED", code)
 	}
 }
@@ -390,40 +419,40 @@ func TestOpenIMConversationList(t *testing.T) {
 // OpenIM, or msggate's own.
 func TestOpenIMTokensOverHTTP(t *testing.T) {
 	t.Parallel()
-	g := startOpenIM(t)
+	g := gatewaytest.StartOpenIM(t, nil)
 	const viewerQuery = `{ viewer { userID } }`
-	good := g.Login("bob", 2, 7)
+	good := g.IM.Login("bob", 2, 7)
 	for name, h := range map[string]http.Header{"Authorization": bearer(good), "token header": {"Token": {good}}} {
 		var out struct {
 			Viewer struct {
 				UserID string `json:"userID"`
 			} `json:"viewer"`
 		}
-		r := g.post(h, viewerQuery, nil)
+		r := post(g, h, viewerQuery, nil)
 		if len(r.Errors) > 0 || json.Unmarshal(r.Data, &out) != nil || out.Viewer.UserID != "bob" {
 			t.Errorf("%s: %s %+v", name, r.Data, r.Errors)
 		}
 	}
 
-	kicked := g.Login("bob", 1, 7)
-	g.SetTokenStatus("bob", 1, kicked, openimtest.TokenKicked)
-	expired := openimtest.SignToken(g.Secret, openimtest.BuildClaims("bob", 3, -time.Hour))
-	g.SetTokenStatus("bob", 3, expired, openimtest.TokenNormal)
+	kicked := g.IM.Login("bob", 1, 7)
+	g.IM.SetTokenStatus("bob", 1, kicked, openimtest.TokenKicked)
+	expired := openimtest.SignToken(g.IM.Secret, openimtest.BuildClaims("bob", 3, -time.Hour))
+	g.IM.SetTokenStatus("bob", 3, expired, openimtest.TokenNormal)
 	forged := openimtest.SignToken("not-the-secret", openimtest.BuildClaims("bob", 4, time.Hour))
-	g.SetTokenStatus("bob", 4, forged, openimtest.TokenNormal)
-	unrecorded := openimtest.SignToken(g.Secret, openimtest.BuildClaims("bob", 5, time.Hour))
-	own, err := auth.Issue([]byte(g.Secret), "bob", false, time.Hour, time.Now())
+	g.IM.SetTokenStatus("bob", 4, forged, openimtest.TokenNormal)
+	unrecorded := openimtest.SignToken(g.IM.Secret, openimtest.BuildClaims("bob", 5, time.Hour))
+	own, err := auth.Issue([]byte(g.IM.Secret), "bob", false, time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, tok := range map[string]string{"kicked": kicked, "expired": expired, "forged": forged, "not recorded": unrecorded, "msggate's own": own, "garbage": "x.y.z"} {
 		for how, h := range map[string]http.Header{"Authorization": bearer(tok), "token header": {"Token": {tok}}} {
-			if code := g.errorCode(h, viewerQuery, nil); code != "UNAUTHENTICATED" {
+			if code := errorCode(g, h, viewerQuery, nil); code != "UNAUTHENTICATED" {
 				t.Errorf("%s token in the %s: %s, want UNAUTHENTICATED", name, how, code)
 			}
 		}
 	}
-	if code := g.errorCode(nil, viewerQuery, nil); code != "UNAUTHENTICATED" {
+	if code := errorCode(g, nil, viewerQuery, nil); code != "UNAUTHENTICATED" {
 		t.Errorf("no token: %s", code)
 	}
 }
@@ -433,40 +462,37 @@ func TestOpenIMTokensOverHTTP(t *testing.T) {
 // keep answer UNSUPPORTED.
 func TestOpenIMTokensOverWebSocket(t *testing.T) {
 	t.Parallel()
-	g := startOpenIM(t)
-	g.Send(openimtest.SingleConversationID("alice", "bob"), texts("alice", "bob", "m", 2)...)
-	kicked := g.Login("bob", 1, 7)
-	g.SetTokenStatus("bob", 1, kicked, openimtest.TokenKicked)
-	conn := g.dialWS(map[string]any{"token": kicked})
+	g := gatewaytest.StartOpenIM(t, nil)
+	g.IM.Send(openimtest.SingleConversationID("alice", "bob"), texts("alice", "bob", "m", 2)...)
+	kicked := g.IM.Login("bob", 1, 7)
+	g.IM.SetTokenStatus("bob", 1, kicked, openimtest.TokenKicked)
+	refused := gatewaytest.DialWS(t, g.URL, gatewaytest.WSOptions{})
+	refused.Write(map[string]any{"type": "connection_init", "payload": map[string]any{"token": kicked}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	var err error
 	for err == nil {
-		_, err = readWS(t, conn)
+		_, err = refused.Read(ctx)
 	}
 	if websocket.CloseStatus(err) != 4403 {
 		t.Fatalf("a kicked token: closed with %v, want 4403", err)
 	}
 
-	conn = g.dialWS(map[string]any{"Authorization": "Bearer " + g.Login("bob", 2, 7)})
-	if m, err := readWS(t, conn); err != nil || m["type"] != "connection_ack" {
-		t.Fatalf("after connection_init: %v %v", m, err)
-	}
-	writeWS(t, conn, map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+	c := gatewaytest.ConnectWS(t, g.URL, g.IM.Login("bob", 2, 7), gatewaytest.WSOptions{})
+	c.Write(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
 		"query": `{ conversation(id: "si_alice_bob") { maxSeq unreadCount } }`}})
-	m, err := readWS(t, conn)
-	if err != nil || m["type"] != "next" || fmt.Sprint(m["payload"]) != "map[data:map[conversation:map[maxSeq:2 unreadCount:2]]]" {
-		t.Fatalf("a query over WebSocket: %v %v", m, err)
+	if m := c.Next(); m["type"] != "next" || fmt.Sprint(m["payload"]) != "map[data:map[conversation:map[maxSeq:2 unreadCount:2]]]" {
+		t.Fatalf("a query over WebSocket: %v", m)
 	}
-	writeWS(t, conn, map[string]any{"id": "2", "type": "subscribe", "payload": map[string]any{
+	c.Write(map[string]any{"id": "2", "type": "subscribe", "payload": map[string]any{
 		"query": `subscription { syncEvents { type } }`}})
-	for {
-		m, err = readWS(t, conn)
-		if err != nil || m["id"] == "2" {
-			break
-		}
+	m := c.Next()
+	for m["id"] != "2" {
+		m = c.Next()
 	}
 	// gqlgen answers a subscription refused by its resolver with a result carrying the error.
-	if err != nil || !strings.Contains(fmt.Sprint(m["payload"]), "code:UNSUPPORTED") {
-		t.Fatalf("syncEvents: %v %v, want an UNSUPPORTED error", m, err)
+	if !strings.Contains(fmt.Sprint(m["payload"]), "code:UNSUPPORTED") {
+		t.Fatalf("syncEvents: %v, want an UNSUPPORTED error", m)
 	}
 }
 
@@ -474,13 +500,13 @@ func TestOpenIMTokensOverWebSocket(t *testing.T) {
 // in OpenIM's MongoDB or Redis (no document, index, key, or TTL), nor send MongoDB a write.
 func TestOpenIMReadOnly(t *testing.T) {
 	t.Parallel()
-	g := startOpenIM(t)
+	g := gatewaytest.StartOpenIM(t, nil)
 	chat := openimtest.SingleConversationID("alice", "bob")
-	g.Send(chat, texts("alice", "bob", "m", 3)...)
-	g.AddGroupMember("g1", "bob", openimtest.RoleOwner)
-	g.Send(openimtest.GroupConversationID("g1"), groupTexts("bob", "g1", "g", 2)...)
-	bob := g.Login("bob", 1, 7)
-	before := g.Snapshot()
+	g.IM.Send(chat, texts("alice", "bob", "m", 3)...)
+	g.IM.AddGroupMember("g1", "bob", openimtest.RoleOwner)
+	g.IM.Send(openimtest.GroupConversationID("g1"), groupTexts("bob", "g1", "g", 2)...)
+	bob := g.IM.Login("bob", 1, 7)
+	before := g.IM.Snapshot()
 	g.Mongo.Reset()
 
 	for _, m := range []string{
@@ -491,16 +517,16 @@ func TestOpenIMReadOnly(t *testing.T) {
 		`mutation { clearConversation(conversationID: "si_alice_bob") { minSeq } }`,
 		`mutation { upsertGroup(groupID: "g1", members: [{userID: "bob"}]) { id } }`,
 	} {
-		if code := g.errorCode(bearer(bob), m, nil); code != "READ_ONLY" {
+		if code := errorCode(g, bearer(bob), m, nil); code != "READ_ONLY" {
 			t.Errorf("%s: %s, want READ_ONLY", m, code)
 		}
 	}
 	var out any
-	g.query(bob, `{ viewer { totalUnread conversations { nodes { id maxSeq readSeq unreadCount lastMessage { seq } } } }
+	g.Query(bob, `{ viewer { totalUnread conversations { nodes { id maxSeq readSeq unreadCount lastMessage { seq } } } }
 		syncState { totalUnread } messages(conversationID: "si_alice_bob", seqs: [1, 2, 3]) { status } }`, nil, &out)
-	g.conversation(bob, "sg_g1")
+	conversationOf(g, bob, "sg_g1")
 
-	if diff := openimtest.Diff(before, g.Snapshot()); len(diff) > 0 {
+	if diff := openimtest.Diff(before, g.IM.Snapshot()); len(diff) > 0 {
 		t.Errorf("the deployment changed:\n%s", strings.Join(diff, "\n"))
 	}
 	for _, coll := range []string{"msg", "seq", "seq_user", "conversation", "group_member"} {
@@ -514,25 +540,25 @@ func TestOpenIMReadOnly(t *testing.T) {
 // message, a revoke, a delete for everyone and a delete for one user.
 func TestOpenIMFreshness(t *testing.T) {
 	t.Parallel()
-	g := startOpenIM(t)
+	g := gatewaytest.StartOpenIM(t, nil)
 	chat := openimtest.SingleConversationID("alice", "bob")
-	g.Send(chat, texts("alice", "bob", "m", 3)...)
-	bob := g.Login("bob", 1, 7)
-	if c := g.conversation(bob, chat); c.MaxSeq != 3 || c.LastMessage.Seq != 3 {
+	g.IM.Send(chat, texts("alice", "bob", "m", 3)...)
+	bob := g.IM.Login("bob", 1, 7)
+	if c := conversationOf(g, bob, chat); c.MaxSeq != 3 || c.LastMessage.Seq != 3 {
 		t.Fatalf("before: %+v", c)
 	}
 
-	g.Send(chat, texts("alice", "bob", "new", 1)...)
-	if c := g.conversation(bob, chat); c.MaxSeq != 4 || c.UnreadCount != 4 || !strings.Contains(content(c.LastMessage), "new1") {
+	g.IM.Send(chat, texts("alice", "bob", "new", 1)...)
+	if c := conversationOf(g, bob, chat); c.MaxSeq != 4 || c.UnreadCount != 4 || !strings.Contains(content(c.LastMessage), "new1") {
 		t.Errorf("after OpenIM appended seq 4: %+v, lastMessage %+v", c, c.LastMessage)
 	}
-	g.Revoke(chat, 4, openimtest.Revoke{UserID: "alice"})
-	if c := g.conversation(bob, chat); c.LastMessage.Status != "REVOKED" || c.LastMessage.Content != nil {
+	g.IM.Revoke(chat, 4, openimtest.Revoke{UserID: "alice"})
+	if c := conversationOf(g, bob, chat); c.LastMessage.Status != "REVOKED" || c.LastMessage.Content != nil {
 		t.Errorf("after OpenIM revoked seq 4: lastMessage %+v", c.LastMessage)
 	}
-	g.DeleteForEveryone(chat, 3)
-	g.DeleteForMe(chat, "bob", 2)
-	if st := g.messages(bob, chat, 1, 2, 3); st[0].Status != "OK" || st[1].Status != "DELETED" || st[2].Status != "DELETED" {
+	g.IM.DeleteForEveryone(chat, 3)
+	g.IM.DeleteForMe(chat, "bob", 2)
+	if st := messagesOf(g, bob, chat, 1, 2, 3); st[0].Status != "OK" || st[1].Status != "DELETED" || st[2].Status != "DELETED" {
 		t.Errorf("after OpenIM deleted seq 3 for everyone and seq 2 for bob: %+v", st)
 	}
 }
