@@ -196,9 +196,6 @@ func (c *OpenIMConfig) registerFlags(fs *flag.FlagSet) {
 
 // check reports what OpenIM mode lacks, naming the flag that supplies it.
 func (c OpenIMConfig) check(cfg Config) error {
-	if c.envErr != nil {
-		return c.envErr
-	}
 	var missing []string
 	if cfg.MongoURI == "" {
 		missing = append(missing, "-mongo-uri ("+EnvMongoURI+"), OpenIM's MongoDB")

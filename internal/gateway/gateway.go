@@ -51,6 +51,10 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 			_ = opened.Close()
 		}
 	}()
+	if err := cfg.OpenIM.envErr; err != nil {
+		// A malformed MSGGATE_OPENIM must not start msggate's own store in its place.
+		return nil, err
+	}
 	if cfg.OpenIM.Enabled {
 		if err := g.openOpenIM(ctx); err != nil {
 			return nil, err
