@@ -1,5 +1,7 @@
 package im
 
+import "sort"
+
 // SeqState is one user's seq state in one conversation: what unread counts, the visible window
 // and the history page arithmetic are computed from, whichever store it was read from.
 type SeqState struct {
@@ -26,4 +28,24 @@ func (s SeqState) VisibleMin() int64 {
 		lo = s.UserMinSeq
 	}
 	return lo
+}
+
+// ByActivity keeps the conversations that hold messages, newest activity first (ties by
+// conversation ID), reusing all's storage. A conversation without messages has no activity to
+// show yet (a group's notification conversation before its first notification, say). It is the
+// order of every conversation list, whichever store the states come from.
+func ByActivity(all []SeqState) []SeqState {
+	states := all[:0]
+	for _, st := range all {
+		if st.MaxSeq > 0 {
+			states = append(states, st)
+		}
+	}
+	sort.Slice(states, func(i, j int) bool {
+		if states[i].LastTime != states[j].LastTime {
+			return states[i].LastTime > states[j].LastTime
+		}
+		return states[i].ConversationID < states[j].ConversationID
+	})
+	return states
 }

@@ -2,7 +2,6 @@ package openim
 
 import (
 	"context"
-	"sort"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -48,17 +47,5 @@ func (s *Store) UserConversations(ctx context.Context, userID string) ([]im.SeqS
 	if err != nil {
 		return nil, err
 	}
-	list := states[:0]
-	for _, st := range states {
-		if st.MaxSeq > 0 {
-			list = append(list, st)
-		}
-	}
-	sort.Slice(list, func(i, j int) bool {
-		if list[i].LastTime != list[j].LastTime {
-			return list[i].LastTime > list[j].LastTime
-		}
-		return list[i].ConversationID < list[j].ConversationID
-	})
-	return list, nil
+	return im.ByActivity(states), nil
 }

@@ -2,7 +2,6 @@ package sync
 
 import (
 	"context"
-	"sort"
 
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
@@ -36,26 +35,7 @@ func (l *Ledger) userConversations(ctx context.Context, userID string, withHead 
 	if withHead {
 		head = heads[0]
 	}
-	return byActivity(states[0]), head, nil
-}
-
-// byActivity keeps the conversations that hold messages, newest activity first (ties by
-// conversation ID). A conversation without messages has no activity to show yet (a group's
-// notification conversation before its first notification, say).
-func byActivity(all []im.SeqState) []im.SeqState {
-	states := all[:0]
-	for _, st := range all {
-		if st.MaxSeq > 0 {
-			states = append(states, st)
-		}
-	}
-	sort.Slice(states, func(i, j int) bool {
-		if states[i].LastTime != states[j].LastTime {
-			return states[i].LastTime > states[j].LastTime
-		}
-		return states[i].ConversationID < states[j].ConversationID
-	})
-	return states
+	return im.ByActivity(states[0]), head, nil
 }
 
 // Role returns userID's role in a group conversation, 0 when they are not a member or the
