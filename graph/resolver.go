@@ -10,7 +10,7 @@ import (
 	imsync "github.com/msggate/msggate/internal/sync"
 )
 
-// Resolver holds what the resolvers call. Wiring happens in server.go.
+// Resolver holds what the resolvers call. Wiring happens in internal/gateway.
 //
 // A gateway over msggate's own store sets Ledger, Chunks, Ingester and Hub. One over an
 // OpenIM deployment (OpenIM mode) sets Conversations and Chunks (and AdjustViews) to the
