@@ -9,17 +9,20 @@ import (
 	"github.com/msggate/msggate/internal/im"
 )
 
-// authorize returns the viewer and the parsed conversation when the viewer may read it.
+// authorize returns the viewer and the parsed conversation when the viewer may read it. The ID
+// is checked and access decided by the request's conversation source (its store's rules): an
+// ID is never taken apart here.
 func authorize(ctx context.Context, conversationID string) (auth.Viewer, im.Conversation, error) {
 	viewer, err := auth.ViewerFrom(ctx)
 	if err != nil {
 		return auth.Viewer{}, im.Conversation{}, err
 	}
-	conv, err := im.ParseConversationID(conversationID)
+	l := loadersFrom(ctx)
+	conv, err := l.convs.ParseConversationID(conversationID)
 	if err != nil {
 		return auth.Viewer{}, im.Conversation{}, err
 	}
-	member, err := loadersFrom(ctx).access.Load(ctx, conversationID)()
+	member, err := l.access.Load(ctx, conversationID)()
 	if err != nil {
 		return auth.Viewer{}, im.Conversation{}, err
 	}
@@ -28,6 +31,12 @@ func authorize(ctx context.Context, conversationID string) (auth.Viewer, im.Conv
 			"conversation %s does not exist or you are not a member of it", conversationID)
 	}
 	return viewer, conv, nil
+}
+
+// conversationKind answers Conversation.kind, by the store's ID rules.
+func conversationKind(ctx context.Context, conversationID string) (model.ConversationKind, error) {
+	c, err := loadersFrom(ctx).convs.ParseConversationID(conversationID)
+	return kindOf(c.Kind), err
 }
 
 // stateOf returns the viewer's seq state in a conversation through the request's loader.

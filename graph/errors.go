@@ -23,6 +23,12 @@ const (
 	// CodeHistoryUnavailable: the seqs asked for are below the viewer's min seq (deleted by
 	// retention or cleared); extensions.minSeq says where readable history starts.
 	CodeHistoryUnavailable = "HISTORY_UNAVAILABLE"
+	// CodeReadOnly: a mutation on a gateway that serves its store read-only (OpenIM mode);
+	// nothing was changed.
+	CodeReadOnly = "READ_ONLY"
+	// CodeUnsupported: the store behind the gateway keeps nothing to answer this from (an
+	// OpenIM deployment keeps no per-user event log); asking again will not help.
+	CodeUnsupported = "UNSUPPORTED"
 )
 
 var codeOf = map[string]string{
@@ -35,6 +41,8 @@ var codeOf = map[string]string{
 	im.ECONFLICT:        CodeUnavailable,
 	im.EINTERNAL:        CodeInternal,
 	im.EHISTORY:         CodeHistoryUnavailable,
+	im.EREADONLY:        CodeReadOnly,
+	im.EUNSUPPORTED:     CodeUnsupported,
 }
 
 // errorPresenter gives every resolver error a code. Domain errors keep their message; anything

@@ -12,16 +12,24 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/msggate/msggate/internal/auth"
 )
 
 // HandlerOptions configures the GraphQL HTTP handler. The zero value is usable except for
-// JWTSecret, which must be set.
+// JWTSecret, which must be set unless Authenticator is.
 //
 // Each limit refuses a request with a LIMIT_EXCEEDED error before any store is asked. A zero
 // limit takes its default (the Default* constants); a negative one switches the limit off.
 type HandlerOptions struct {
 	// JWTSecret verifies bearer tokens (HS256).
 	JWTSecret []byte
+	// Authenticator checks the tokens clients present (see authenticate.go). Default
+	// msggate's own tokens: auth.HS256(JWTSecret).
+	Authenticator auth.Authenticator
+	// TokenHeader, when set, names a header that carries a bare token, read when there is no
+	// Authorization header (OpenIM's clients send "token").
+	TokenHeader string
 	// Introspection allows schema introspection (GraphiQL needs it). Default off in the zero
 	// value; the server turns it on unless told otherwise.
 	Introspection bool
@@ -98,10 +106,13 @@ func NewHandler(r *Resolver, o HandlerOptions) http.Handler {
 	h := gated(srv,
 		bodyGate(o.MaxBodyBytes),
 		rateGate(o.RateLimiter, o.RateLimit, o.RateBurst, o.Logger))
-	return withConnHolder(withLoaders(r, o.JWTSecret, o.Loaders, withDeadline(o.RequestTimeout, h)))
+	return withConnHolder(withLoaders(r, o, withDeadline(o.RequestTimeout, h)))
 }
 
 func (o HandlerOptions) withDefaults() HandlerOptions {
+	if o.Authenticator == nil {
+		o.Authenticator = auth.HS256(o.JWTSecret)
+	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}

@@ -3,16 +3,13 @@ package graph
 import (
 	"context"
 	"net/http"
-	"strings"
 	gosync "sync"
 	"time"
 
 	"github.com/graph-gophers/dataloader/v7"
 
-	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
-	imsync "github.com/msggate/msggate/internal/sync"
 )
 
 // Loaders are one request's dataloaders. Every resolver that needs chunks, seq state or a
@@ -25,9 +22,10 @@ type Loaders struct {
 	states *dataloader.Loader[string, im.SeqState]
 	access *dataloader.Loader[string, bool]
 
-	// The viewer's conversation list with states, read at most once per request however many
-	// fields (totalUnread, conversations) need it.
-	ledger   *imsync.Ledger
+	// convs answers for the conversations: their ID rules, and the viewer's conversation list
+	// with states, read at most once per request however many fields (totalUnread,
+	// conversations, syncState) need it.
+	convs    ConversationSource
 	viewer   string
 	listOnce gosync.Once
 	list     []im.SeqState
@@ -38,7 +36,7 @@ type Loaders struct {
 // the state loader with them so that each conversation's fields need no further reads.
 func (l *Loaders) viewerConversations(ctx context.Context) ([]im.SeqState, error) {
 	l.listOnce.Do(func() {
-		l.list, l.listErr = l.ledger.UserConversations(ctx, l.viewer)
+		l.list, l.listErr = l.convs.UserConversations(ctx, l.viewer)
 		for _, st := range l.list {
 			l.states.Prime(ctx, st.ConversationID, st)
 		}
@@ -87,26 +85,18 @@ func (o LoaderOptions) withDefaults() LoaderOptions {
 }
 
 // NewLoaders builds the loaders for one request of viewer.
-func NewLoaders(chunks history.ChunkSource, ledger *imsync.Ledger, viewer string, o LoaderOptions) *Loaders {
+func NewLoaders(chunks history.ChunkSource, convs ConversationSource, viewer string, o LoaderOptions) *Loaders {
 	o = o.withDefaults()
 	return &Loaders{
-		ledger: ledger,
+		convs:  convs,
 		viewer: viewer,
 		chunks: dataloader.NewBatchedLoader(batch(o, "chunks", chunks.LoadChunks),
 			dataloader.WithWait[string, *im.Chunk](o.Wait), dataloader.WithBatchCapacity[string, *im.Chunk](o.MaxBatch)),
 		states: dataloader.NewBatchedLoader(batch(o, "states", func(ctx context.Context, ids []string) ([]im.SeqState, error) {
-			return ledger.States(ctx, viewer, ids)
+			return convs.States(ctx, viewer, ids)
 		}), dataloader.WithWait[string, im.SeqState](o.Wait), dataloader.WithBatchCapacity[string, im.SeqState](o.MaxBatch)),
 		access: dataloader.NewBatchedLoader(batch(o, "access", func(ctx context.Context, ids []string) ([]bool, error) {
-			convs := make([]im.Conversation, len(ids))
-			for i, id := range ids {
-				c, err := im.ParseConversationID(id)
-				if err != nil {
-					return nil, err
-				}
-				convs[i] = c
-			}
-			return ledger.Memberships(ctx, viewer, convs)
+			return convs.CanRead(ctx, viewer, ids)
 		}), dataloader.WithWait[string, bool](o.Wait), dataloader.WithBatchCapacity[string, bool](o.MaxBatch)),
 	}
 }
@@ -141,32 +131,18 @@ func loadersFrom(ctx context.Context) *Loaders {
 	return l
 }
 
-// withLoaders is the HTTP middleware that authenticates the request and gives it fresh
-// loaders. A request without a valid token still runs (introspection needs no user), but every
-// resolver that needs a viewer answers UNAUTHENTICATED.
-func withLoaders(r *Resolver, secret []byte, o LoaderOptions, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		ctx := req.Context()
-		var viewer auth.Viewer
-		var err error
-		if h := req.Header.Get("Authorization"); h != "" {
-			token, ok := bearer(h)
-			if !ok {
-				err = im.Errorf(im.EUNAUTHENTICATED, "the Authorization header must be \"Bearer <token>\"")
-			} else {
-				viewer, err = auth.Verify(secret, token)
-			}
-			ctx = auth.WithViewer(ctx, viewer, err)
-		}
-		ctx = context.WithValue(ctx, loadersKey{}, NewLoaders(r.Chunks, r.Ledger, viewer.UserID, o))
-		next.ServeHTTP(w, req.WithContext(ctx))
-	})
+// newLoaders builds the loaders for one request (or one WebSocket operation) of viewer.
+func (r *Resolver) newLoaders(viewer string, o LoaderOptions) *Loaders {
+	return NewLoaders(r.Chunks, r.conversations(), viewer, o)
 }
 
-func bearer(h string) (string, bool) {
-	const p = "Bearer "
-	if len(h) <= len(p) || !strings.EqualFold(h[:len(p)], p) {
-		return "", false
-	}
-	return h[len(p):], true
+// withLoaders is the HTTP middleware that authenticates the request (authenticateRequest) and
+// gives it fresh loaders. A request without a token still runs (introspection needs no user),
+// but every resolver that needs a viewer answers UNAUTHENTICATED.
+func withLoaders(r *Resolver, o HandlerOptions, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		ctx, viewer := authenticateRequest(req, o)
+		ctx = context.WithValue(ctx, loadersKey{}, r.newLoaders(viewer.UserID, o.Loaders))
+		next.ServeHTTP(w, req.WithContext(ctx))
+	})
 }

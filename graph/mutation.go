@@ -25,6 +25,9 @@ func (r *Resolver) actorIn(ctx context.Context, conversationID string) (ingest.A
 
 // revokeMessage answers Mutation.revokeMessage.
 func (r *Resolver) revokeMessage(ctx context.Context, conversationID string, seq int64) (*model.Message, error) {
+	if err := r.writable(); err != nil {
+		return nil, err
+	}
 	if err := im.ValidateSeq(seq); err != nil {
 		return nil, err
 	}
@@ -41,6 +44,9 @@ func (r *Resolver) revokeMessage(ctx context.Context, conversationID string, seq
 
 // deleteMessages answers Mutation.deleteMessages.
 func (r *Resolver) deleteMessages(ctx context.Context, conversationID string, seqs []int64, forEveryone *bool) ([]*model.Message, error) {
+	if err := r.writable(); err != nil {
+		return nil, err
+	}
 	if err := validateSeqs(seqs); err != nil {
 		return nil, err
 	}
@@ -58,6 +64,9 @@ func (r *Resolver) deleteMessages(ctx context.Context, conversationID string, se
 // clearConversation answers Mutation.clearConversation and primes the state loader with the
 // state after the change.
 func (r *Resolver) clearConversation(ctx context.Context, conversationID string, forEveryone *bool) (*model.Conversation, error) {
+	if err := r.writable(); err != nil {
+		return nil, err
+	}
 	actor, conv, err := r.actorIn(ctx, conversationID)
 	if err != nil {
 		return nil, err
@@ -78,6 +87,9 @@ var roleOf = map[model.GroupRole]int32{
 
 // upsertGroup answers Mutation.upsertGroup (admin tokens only). The ledger checks the list.
 func (r *Resolver) upsertGroup(ctx context.Context, groupID string, members []*model.GroupMemberInput) (*model.Group, error) {
+	if err := r.writable(); err != nil {
+		return nil, err
+	}
 	viewer, err := auth.ViewerFrom(ctx)
 	if err != nil {
 		return nil, err

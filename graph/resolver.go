@@ -10,8 +10,19 @@ import (
 	imsync "github.com/msggate/msggate/internal/sync"
 )
 
-// Resolver holds what the resolvers call. Wiring happens in server.go.
+// Resolver holds what the resolvers call. Wiring happens in internal/gateway.
+//
+// A gateway over msggate's own store sets Ledger, Chunks, Ingester and Hub. One over an
+// OpenIM deployment (OpenIM mode) sets Conversations and Chunks (and AdjustViews) to the
+// deployment's and leaves Ledger, Sync, Ingester and Hub nil: it is read-only, so every
+// mutation answers READ_ONLY, and it has no event log, so syncDifference and syncEvents answer
+// UNSUPPORTED.
 type Resolver struct {
+	// Conversations answers what reads need about conversations; nil: Ledger.
+	Conversations ConversationSource
+	// Sync is the per-user event log; nil: Ledger, and without a Ledger there is none.
+	Sync SyncLog
+	// Ledger is msggate's own seq ledger. The write path's mutations need it.
 	Ledger *imsync.Ledger
 	// Chunks is where the request's loaders read chunks from (history.CachedChunks for
 	// msggate's own store).
@@ -19,7 +30,8 @@ type Resolver struct {
 	// AdjustViews is given to every history read (see history.Reader.Adjust); nil for
 	// msggate's own store.
 	AdjustViews history.AdjustFunc
-	Ingester    *ingest.Ingester
+	// Ingester is the write path; nil makes every mutation answer READ_ONLY.
+	Ingester *ingest.Ingester
 	// Hub serves subscriptions; nil switches them off.
 	Hub    *imsync.Hub
 	Logger *slog.Logger

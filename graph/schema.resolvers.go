@@ -9,13 +9,11 @@ import (
 	"context"
 
 	"github.com/msggate/msggate/graph/model"
-	"github.com/msggate/msggate/internal/im"
 )
 
 // Kind is the resolver for the kind field.
 func (r *conversationResolver) Kind(ctx context.Context, obj *model.Conversation) (model.ConversationKind, error) {
-	c, err := im.ParseConversationID(obj.ID)
-	return kindOf(c.Kind), err
+	return conversationKind(ctx, obj.ID)
 }
 
 // MaxSeq is the resolver for the maxSeq field.

@@ -56,6 +56,9 @@ func messageFromInput(in model.SendMessageInput) (*im.Message, error) {
 // sendMessage answers Mutation.sendMessage. Who may send what is ingest's to decide; the
 // boundary supplies its membership check of the chat conversation.
 func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (*model.Message, error) {
+	if err := r.writable(); err != nil {
+		return nil, err
+	}
 	viewer, err := auth.ViewerFrom(ctx)
 	if err != nil {
 		return nil, err
@@ -78,6 +81,9 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 // markConversationRead answers Mutation.markConversationRead and primes the request's state
 // loader, so the returned conversation shows the new read seq and unread count.
 func (r *Resolver) markConversationRead(ctx context.Context, conversationID string, readSeq *int64) (*model.Conversation, error) {
+	if err := r.writable(); err != nil {
+		return nil, err
+	}
 	viewer, conv, err := authorize(ctx, conversationID)
 	if err != nil {
 		return nil, err

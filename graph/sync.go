@@ -10,8 +10,9 @@ import (
 
 // syncState answers Query.syncState: the state summary, paged like the conversation list. The
 // summary and its token come from one Redis round trip; the page's conversations resolve from
-// the primed state loader.
-func syncState(ctx context.Context, first *int, after *string) (*model.SyncState, error) {
+// the primed state loader. Without an event log (OpenIM mode) the summary is the viewer's
+// conversation list, read from the store's seqs, and the token is empty.
+func (r *Resolver) syncState(ctx context.Context, first *int, after *string) (*model.SyncState, error) {
 	viewer, err := auth.ViewerFrom(ctx)
 	if err != nil {
 		return nil, err
@@ -25,22 +26,34 @@ func syncState(ctx context.Context, first *int, after *string) (*model.SyncState
 		return nil, err
 	}
 	l := loadersFrom(ctx)
-	sum, err := l.ledger.Summary(ctx, viewer.UserID)
-	if err != nil {
+	out := &model.SyncState{}
+	var list []im.SeqState
+	if log := r.syncLog(); log != nil {
+		sum, err := log.Summary(ctx, viewer.UserID)
+		if err != nil {
+			return nil, err
+		}
+		out.Token, list = sum.Token.String(), sum.Conversations
+		for _, st := range list {
+			l.states.Prime(ctx, st.ConversationID, st)
+		}
+	} else if list, err = l.viewerConversations(ctx); err != nil {
 		return nil, err
 	}
-	out := &model.SyncState{Token: sum.Token.String()}
-	for _, st := range sum.Conversations {
+	for _, st := range list {
 		out.TotalUnread += st.Unread()
-		l.states.Prime(ctx, st.ConversationID, st)
 	}
-	p := pageOf(sum.Conversations, n, cursor)
+	p := pageOf(list, n, cursor)
 	out.Conversations, out.EndCursor, out.HasMore = p.nodes, p.endCursor, p.hasMore
 	return out, nil
 }
 
 // syncDifference answers Query.syncDifference.
-func syncDifference(ctx context.Context, since string, limit *int) (*model.SyncDifference, error) {
+func (r *Resolver) syncDifference(ctx context.Context, since string, limit *int) (*model.SyncDifference, error) {
+	log := r.syncLog()
+	if log == nil {
+		return nil, errNoEventLog
+	}
 	viewer, err := auth.ViewerFrom(ctx)
 	if err != nil {
 		return nil, err
@@ -53,7 +66,7 @@ func syncDifference(ctx context.Context, since string, limit *int) (*model.SyncD
 	if err != nil {
 		return nil, err
 	}
-	d, err := loadersFrom(ctx).ledger.Difference(ctx, viewer.UserID, tok, n)
+	d, err := log.Difference(ctx, viewer.UserID, tok, n)
 	if err != nil {
 		return nil, err
 	}

@@ -13,12 +13,12 @@ import (
 
 // SyncState is the resolver for the syncState field.
 func (r *queryResolver) SyncState(ctx context.Context, first *int, after *string) (*model.SyncState, error) {
-	return syncState(ctx, first, after)
+	return r.syncState(ctx, first, after)
 }
 
 // SyncDifference is the resolver for the syncDifference field.
 func (r *queryResolver) SyncDifference(ctx context.Context, since string, limit *int) (*model.SyncDifference, error) {
-	return syncDifference(ctx, since, limit)
+	return r.syncDifference(ctx, since, limit)
 }
 
 // SyncEvents is the resolver for the syncEvents field.

@@ -45,14 +45,11 @@ func websocketTransport(r *Resolver, o HandlerOptions) transport.Websocket {
 				if v, err := auth.ViewerFrom(ctx); err == nil {
 					return withConnectionLoaders(ctx, r, o, v), nil, nil // authenticated by header
 				}
-				ctx = transport.WithWebsocketCloseCode(ctx, CloseUnauthorized)
-				return transport.AppendCloseReason(ctx, "unauthenticated: connection_init needs {\"Authorization\": \"Bearer <token>\"}"),
-					nil, errors.New("unauthenticated")
+				return refuseInit(ctx, nil)
 			}
-			v, err := auth.Verify(o.JWTSecret, token)
+			v, err := o.Authenticator.Authenticate(ctx, token)
 			if err != nil {
-				ctx = transport.WithWebsocketCloseCode(ctx, CloseUnauthorized)
-				return transport.AppendCloseReason(ctx, "unauthenticated: the token is not valid"), nil, err
+				return refuseInit(ctx, err)
 			}
 			return withConnectionLoaders(auth.WithViewer(ctx, v, nil), r, o, v), nil, nil
 		},
@@ -101,7 +98,7 @@ func connectionOperations(ctx context.Context, next graphql.OperationHandler) gr
 	if !ok {
 		return next(ctx)
 	}
-	ctx = context.WithValue(ctx, loadersKey{}, NewLoaders(c.r.Chunks, c.r.Ledger, c.viewer, c.o.Loaders))
+	ctx = context.WithValue(ctx, loadersKey{}, c.r.newLoaders(c.viewer, c.o.Loaders))
 	if c.o.RequestTimeout > 0 {
 		ctx = context.WithValue(ctx, deadlineKey{}, time.Now().Add(c.o.RequestTimeout))
 	}
@@ -217,6 +214,9 @@ const closeWait = 10 * time.Second
 
 // syncEvents answers Subscription.syncEvents.
 func (r *Resolver) syncEvents(ctx context.Context, since *string) (<-chan *model.SyncEvent, error) {
+	if r.syncLog() == nil {
+		return nil, errNoEventLog
+	}
 	viewer, err := auth.ViewerFrom(ctx)
 	if err != nil {
 		return nil, err

@@ -103,6 +103,7 @@ type SyncDifference struct {
 }
 
 type SyncState struct {
+	// Where syncDifference and syncEvents continue from; empty on a gateway without an event log (OpenIM mode).
 	Token string `json:"token"`
 	// Unread messages over all the viewer's conversations (not only this page's).
 	TotalUnread   int64           `json:"totalUnread"`

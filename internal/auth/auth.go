@@ -1,5 +1,7 @@
 // Package auth issues and verifies msggate's bearer tokens: HS256 JWTs whose subject is the
-// user ID. It knows nothing of HTTP; the GraphQL layer reads the header and calls Verify.
+// user ID. Its Authenticator is what the GraphQL layer checks a request's token with: msggate's
+// own tokens (HS256), or another system's (UserTokens, e.g. an OpenIM deployment's). It knows
+// nothing of HTTP; the GraphQL layer reads the header.
 package auth
 
 import (

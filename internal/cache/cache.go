@@ -76,13 +76,18 @@ type Cache struct {
 // are added to the client as hooks; on a cluster client they see each call once, as the
 // caller made it, before go-redis splits it by node.
 func New(rdb redis.UniversalClient, opts Options) *Cache {
+	addHooks(rdb, opts)
+	return &Cache{rdb: rdb, opts: opts.withDefaults()}
+}
+
+// addHooks adds the observers of opts to rdb.
+func addHooks(rdb redis.UniversalClient, opts Options) {
 	if opts.OnRoundTrip != nil {
 		rdb.AddHook(RoundTripHook(opts.OnRoundTrip))
 	}
 	if opts.ObserveCall != nil {
 		rdb.AddHook(TimingHook(opts.ObserveCall))
 	}
-	return &Cache{rdb: rdb, opts: opts.withDefaults()}
 }
 
 // Ping checks that Redis answers: on a cluster, every master, since each holds a share of the

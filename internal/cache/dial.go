@@ -30,6 +30,20 @@ func Dial(rawURL string, opts Options) (*Cache, error) {
 	return c, nil
 }
 
+// DialClient returns a go-redis client on the Redis rawURL names (any form Dial takes) with
+// the observers of opts (ObserveCall, OnRoundTrip) as hooks; the other fields of opts are a
+// Cache's and play no part. It is for an adapter that reads another system's keys itself
+// (internal/openim reads an OpenIM deployment's Redis), so that every Redis URL msggate is
+// given is read here, by one set of rules. The caller closes the client.
+func DialClient(rawURL string, opts Options) (redis.UniversalClient, error) {
+	rdb, err := newClient(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	addHooks(rdb, opts)
+	return rdb, nil
+}
+
 // Close closes the connections of a Cache that dialled them (Dial); a Cache over the caller's
 // client (New) leaves the client to the caller.
 func (c *Cache) Close() error {

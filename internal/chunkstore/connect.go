@@ -45,6 +45,25 @@ type CommandStarted func(ctx context.Context, command, collection string)
 // Connect connects to MongoDB and opens the Store on opts.Database (see Open). Close
 // disconnects.
 func Connect(ctx context.Context, opts Options) (*Store, error) {
+	db, err := ConnectDatabase(opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := Open(ctx, db)
+	if err != nil {
+		_ = db.Client().Disconnect(context.Background())
+		return nil, err
+	}
+	s.ownsClient = true
+	return s, nil
+}
+
+// ConnectDatabase connects to MongoDB as Connect does (same options, monitors and timeout)
+// and returns opts.Database as it is. Unlike Connect it creates no collection and no index and
+// writes nothing: it is how a database msggate does not own is opened (an OpenIM deployment's,
+// which internal/openim reads). It only parses and prepares: connections are made as commands
+// need them. The caller disconnects the database's client.
+func ConnectDatabase(opts Options) (*mongo.Database, error) {
 	if opts.URI == "" {
 		return nil, errors.New("chunkstore: no MongoDB URI")
 	}
@@ -65,13 +84,7 @@ func Connect(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to MongoDB: %w", err)
 	}
-	s, err := Open(ctx, client.Database(opts.Database))
-	if err != nil {
-		_ = client.Disconnect(context.Background())
-		return nil, err
-	}
-	s.ownsClient = true
-	return s, nil
+	return client.Database(opts.Database), nil
 }
 
 // Close disconnects from MongoDB when the store connected itself (Connect); a store opened

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 
@@ -25,6 +26,9 @@ func openForCommand(ctx context.Context, name string, args []string, stderr io.W
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
+	}
+	if cfg.OpenIM.Enabled {
+		return nil, nil, fmt.Errorf("%s changes msggate's own store; with -openim msggate only reads OpenIM's", name)
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m, err := gateway.Open(ctx, cfg, logger)

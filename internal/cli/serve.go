@@ -63,6 +63,10 @@ func printStartup(w io.Writer, cfg gateway.Config, m *gateway.Gateway, addr stri
 	if cfg.Playground {
 		fmt.Fprintf(w, "GraphiQL:     http://%s/\n", host)
 	}
+	if cfg.OpenIM.Enabled {
+		fmt.Fprintf(w, "OpenIM mode:  serving database %s read-only; send an OpenIM access token as \"Authorization: Bearer <token>\" or \"token: <token>\"\n", cfg.MongoDatabase)
+		return
+	}
 	if demo, err := auth.Issue(m.Secret, DemoUser, false, tokenTTL, time.Now()); err == nil {
 		fmt.Fprintf(w, "demo token for %s (24h): %s\n", DemoUser, demo)
 	}

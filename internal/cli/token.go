@@ -32,6 +32,9 @@ func Token(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if *user == "" {
 		return errors.New("token: -user is required")
 	}
+	if cfg.OpenIM.Enabled {
+		return errors.New("token: with -openim clients present the tokens OpenIM issues; msggate mints none")
+	}
 	secret, err := gateway.JWTSecret(cfg)
 	if err != nil {
 		return err

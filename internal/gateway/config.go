@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/msggate/msggate/graph"
@@ -26,6 +27,9 @@ const (
 	EnvJWTSecret         = "MSGGATE_JWT_SECRET"
 	EnvRetentionDays     = "MSGGATE_RETENTION_DAYS"
 	EnvRetentionInterval = "MSGGATE_RETENTION_INTERVAL"
+	EnvOpenIM            = "MSGGATE_OPENIM"
+	EnvOpenIMRedisURL    = "MSGGATE_OPENIM_REDIS_URL"
+	EnvOpenIMSecret      = "MSGGATE_OPENIM_SECRET"
 )
 
 // Defaults of Config that belong to no package below it.
@@ -65,6 +69,9 @@ type Config struct {
 	// Retention deletes whole chunks older than a number of days (off by default).
 	Retention RetentionConfig
 
+	// OpenIM mode serves an OpenIM v3.8 deployment read-only (off by default).
+	OpenIM OpenIMConfig
+
 	// For tests: watch MongoDB commands and Redis round trips (to count them, or to hold a
 	// command back), and tune the dataloaders.
 	OnMongoCommand   chunkstore.CommandStarted
@@ -96,6 +103,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.EventLogMaxAge, "event-log-age", cache.DefaultEventLogMaxAge, "how long events stay in the sync log")
 	fs.DurationVar(&c.KeepAlive, "ws-keepalive", graph.DefaultKeepAlive, "WebSocket keepalive ping interval")
 	c.Retention.registerFlags(fs)
+	c.OpenIM.registerFlags(fs)
 }
 
 // RegisterSecretFlags registers what a client of a running gateway needs to mint tokens
@@ -153,6 +161,58 @@ func (c RetentionConfig) MaxAge() (time.Duration, error) {
 		return 0, fmt.Errorf("-retention-interval must not be negative, got %s", c.Interval)
 	}
 	return time.Duration(c.Days) * 24 * time.Hour, nil
+}
+
+// OpenIMConfig is the OpenIM part of Config. With Enabled, the gateway serves an existing
+// OpenIM v3.8 deployment as it is, read-only: MongoURI and MongoDatabase name OpenIM's
+// database (in which msggate creates and writes nothing), RedisURL names OpenIM's Redis (only
+// read), clients present the access tokens OpenIM issued, signed with Secret. Config.RedisURL
+// stays msggate's own Redis, for rate limits and persisted queries; it may be the same server,
+// since msggate's keys never collide with OpenIM's.
+type OpenIMConfig struct {
+	Enabled  bool   // MSGGATE_OPENIM=true
+	RedisURL string // MSGGATE_OPENIM_REDIS_URL: OpenIM's Redis, in any form -redis-url takes
+	Secret   string // MSGGATE_OPENIM_SECRET: OpenIM's share.secret, which signs its tokens
+	// envErr is a malformed environment value, reported when the gateway opens.
+	envErr error
+}
+
+// registerFlags registers -openim, -openim-redis-url and -openim-secret, with defaults from
+// the environment.
+func (c *OpenIMConfig) registerFlags(fs *flag.FlagSet) {
+	enabled := false
+	c.envErr = nil
+	if v, ok := os.LookupEnv(EnvOpenIM); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			c.envErr = fmt.Errorf("%s=%q is not true or false", EnvOpenIM, v)
+		}
+		enabled = b
+	}
+	fs.BoolVar(&c.Enabled, "openim", enabled, "serve an OpenIM v3.8 deployment read-only: -mongo-uri and -mongo-db name its database ("+EnvOpenIM+")")
+	fs.StringVar(&c.RedisURL, "openim-redis-url", env(EnvOpenIMRedisURL, ""), "OpenIM's Redis, only read ("+EnvOpenIMRedisURL+")")
+	fs.StringVar(&c.Secret, "openim-secret", env(EnvOpenIMSecret, ""), "OpenIM's share.secret, to verify its tokens; prefer "+EnvOpenIMSecret+": a command line is visible to every user of the machine")
+}
+
+// check reports what OpenIM mode lacks, naming the flag that supplies it.
+func (c OpenIMConfig) check(cfg Config) error {
+	var missing []string
+	if cfg.MongoURI == "" {
+		missing = append(missing, "-mongo-uri ("+EnvMongoURI+"), OpenIM's MongoDB")
+	}
+	if c.RedisURL == "" {
+		missing = append(missing, "-openim-redis-url ("+EnvOpenIMRedisURL+"), OpenIM's Redis")
+	}
+	if c.Secret == "" {
+		missing = append(missing, EnvOpenIMSecret+" (or -openim-secret), OpenIM's share.secret")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("OpenIM mode (-openim) needs %s", strings.Join(missing, "; "))
+	}
+	if cfg.Retention.Days > 0 {
+		return errors.New("OpenIM mode (-openim) takes no -retention-days: msggate deletes nothing in OpenIM's database, OpenIM's own retention applies")
+	}
+	return nil
 }
 
 // env returns the environment variable k, or def when it is not set.

@@ -12,20 +12,24 @@ import (
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/embedded"
 	"github.com/msggate/msggate/internal/ingest"
+	"github.com/msggate/msggate/internal/openim"
 	"github.com/msggate/msggate/internal/ops"
 	imsync "github.com/msggate/msggate/internal/sync"
 )
 
 // Gateway is a running gateway: its stores, its HTTP server, and what must be closed.
 type Gateway struct {
-	Config  Config
-	Secret  []byte
-	Addr    string // the address actually listened on
-	Store   *chunkstore.Store
-	Cache   *cache.Cache
-	Ledger  *imsync.Ledger
-	Ingest  *ingest.Ingester
-	Hub     *imsync.Hub
+	Config Config
+	Secret []byte
+	Addr   string // the address actually listened on
+	Store  *chunkstore.Store
+	Cache  *cache.Cache
+	Ledger *imsync.Ledger
+	Ingest *ingest.Ingester
+	Hub    *imsync.Hub
+	// OpenIM is the deployment an OpenIM-mode gateway serves (Config.OpenIM); then Store,
+	// Ledger, Ingest and Hub are nil, and Secret too: clients present OpenIM's tokens.
+	OpenIM  *openim.Store
 	Logger  *slog.Logger
 	Metrics *ops.Metrics // this gateway's own Prometheus registry, served on /metrics
 	closers []func() error
@@ -47,27 +51,17 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 			_ = opened.Close()
 		}
 	}()
-	if g.Secret, err = JWTSecret(cfg); err != nil {
+	if err := cfg.OpenIM.envErr; err != nil {
+		// A malformed MSGGATE_OPENIM must not start msggate's own store in its place.
 		return nil, err
 	}
-	mongoURI := cfg.MongoURI
-	if mongoURI == "" {
-		uri, stop, err := embedded.StartFerretDB(ctx, cfg.DataDir, quiet(cfg.LogOutput))
-		if err != nil {
+	if cfg.OpenIM.Enabled {
+		if err := g.openOpenIM(ctx); err != nil {
 			return nil, err
 		}
-		g.closers = append(g.closers, stop)
-		mongoURI = uri
-	}
-	if g.Store, err = chunkstore.Connect(ctx, chunkstore.Options{
-		URI:            mongoURI,
-		Database:       cfg.MongoDatabase,
-		ObserveCommand: g.Metrics.ObserveMongoCommand,
-		OnCommand:      cfg.OnMongoCommand,
-	}); err != nil {
+	} else if err := g.openStore(ctx); err != nil {
 		return nil, err
 	}
-	g.closers = append(g.closers, func() error { return g.Store.Close(context.Background()) })
 
 	if cfg.RedisURL == "" {
 		url, stop, err := embedded.StartRedis()
@@ -86,12 +80,43 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 		return nil, err
 	}
 	g.closers = append(g.closers, g.Cache.Close)
+	if g.OpenIM != nil {
+		return g, nil
+	}
 	g.Ledger = imsync.NewLedger(g.Store, g.Cache, imsync.Options{Logger: logger})
 	g.Ingest = ingest.New(g.Store, g.Cache, g.Ledger, ingest.Options{})
 	g.Hub = imsync.NewHub(g.Ledger, g.Cache, imsync.HubOptions{OnDrop: g.Metrics.CountDroppedSubscriber})
 	g.Metrics.WatchSubscribers(g.Hub.Subscribers)
 	g.closers = append(g.closers, g.Hub.Close)
 	return g, nil
+}
+
+// openStore opens msggate's own store: its JWT secret, and MongoDB (FerretDB in-process on
+// the embedded default) with its collections and indexes.
+func (g *Gateway) openStore(ctx context.Context) (err error) {
+	cfg := g.Config
+	if g.Secret, err = JWTSecret(cfg); err != nil {
+		return err
+	}
+	mongoURI := cfg.MongoURI
+	if mongoURI == "" {
+		uri, stop, err := embedded.StartFerretDB(ctx, cfg.DataDir, quiet(cfg.LogOutput))
+		if err != nil {
+			return err
+		}
+		g.closers = append(g.closers, stop)
+		mongoURI = uri
+	}
+	if g.Store, err = chunkstore.Connect(ctx, chunkstore.Options{
+		URI:            mongoURI,
+		Database:       cfg.MongoDatabase,
+		ObserveCommand: g.Metrics.ObserveMongoCommand,
+		OnCommand:      cfg.OnMongoCommand,
+	}); err != nil {
+		return err
+	}
+	g.closers = append(g.closers, func() error { return g.Store.Close(context.Background()) })
+	return nil
 }
 
 // Close releases every connection and embedded server, newest first.

@@ -6,31 +6,23 @@ import (
 
 	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/cache"
-	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/ops"
 	"github.com/msggate/msggate/internal/playground"
 )
 
 // Handler returns the gateway's HTTP routes.
 func (g *Gateway) Handler() http.Handler {
-	chunks := history.NewCachedChunks(g.Store, g.Cache, g.Logger)
-	chunks.ObserveCache = g.Metrics.ObserveChunkCache
+	read := g.readPath()
 	loaders := g.Config.Loaders
 	if own := loaders.ObserveBatch; own != nil {
 		loaders.ObserveBatch = func(loader string, keys int) { own(loader, keys); g.Metrics.ObserveBatch(loader, keys) }
 	} else {
 		loaders.ObserveBatch = g.Metrics.ObserveBatch
 	}
-	resolver := &graph.Resolver{
-		Ledger:   g.Ledger,
-		Chunks:   chunks,
-		Ingester: g.Ingest,
-		Hub:      g.Hub,
-		Logger:   g.Logger,
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/query", graph.NewHandler(resolver, graph.HandlerOptions{
+	opts := graph.HandlerOptions{
 		JWTSecret:     g.Secret,
+		Authenticator: read.authenticator,
+		TokenHeader:   read.tokenHeader,
 		Introspection: g.Config.Introspection,
 		Loaders:       loaders,
 		Logger:        g.Logger,
@@ -47,14 +39,13 @@ func (g *Gateway) Handler() http.Handler {
 		RequestTimeout:   g.Config.RequestTimeout,
 		KeepAlive:        g.Config.KeepAlive,
 		PersistedQueries: g.Cache.PersistedQueries(cache.DefaultPersistedQueryTTL),
-	}))
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/query", graph.NewHandler(read.resolver, opts))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	mux.Handle("GET /readyz", ops.ReadinessHandler(g.Logger, ops.DefaultReadinessTimeout,
-		ops.Check{Name: "mongodb", Ping: g.Store.Ping},
-		ops.Check{Name: "redis", Ping: g.Cache.Ping},
-	))
+	mux.Handle("GET /readyz", ops.ReadinessHandler(g.Logger, ops.DefaultReadinessTimeout, read.checks...))
 	mux.Handle("GET /metrics", g.Metrics.Handler())
 	if g.Config.Playground {
 		graphiql := playground.New(playground.Options{Endpoint: "/query"})
@@ -63,6 +54,10 @@ func (g *Gateway) Handler() http.Handler {
 	} else {
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			if g.OpenIM != nil {
+				_, _ = io.WriteString(w, "msggate (OpenIM mode, read-only): POST GraphQL to /query with your OpenIM token, \"Authorization: Bearer <token>\" or \"token: <token>\".\n")
+				return
+			}
 			_, _ = io.WriteString(w, "msggate: POST GraphQL to /query with \"Authorization: Bearer <token>\".\n"+
 				"Get a token with: go run . token -user alice\n")
 		})

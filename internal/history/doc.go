@@ -3,7 +3,8 @@
 // the per-user view of each seq.
 //
 // It reads through two small interfaces, ChunkSource and StateSource, so that the storage
-// beneath can differ: CachedChunks is msggate's own (Redis first, MongoDB behind it); the
-// GraphQL layer passes its per-request dataloaders, which batch every resolver's reads into
-// one call to the source beneath them.
+// beneath can differ: CachedChunks is msggate's own (Redis first, MongoDB behind it),
+// OpenIMChunks an OpenIM deployment's, read afresh every time, with OpenIMQuotes as the
+// Reader's Adjust for OpenIM's quote rewrite; the GraphQL layer passes its per-request
+// dataloaders, which batch every resolver's reads into one call to the source beneath them.
 package history

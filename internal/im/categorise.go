@@ -1,11 +1,13 @@
 package im
 
-// Option keys in Message.Options, as OpenIM names them. An absent key means true: a message
-// with no options is a stored chat message.
+// Option keys in Message.Options: OpenIM's own (openimsdk/protocol constant.go, IsHistory,
+// IsNotNotification, IsSendMsg), so that a message exported from OpenIM is categorised here as
+// OpenIM categorised it. An absent key means true, as in OpenIM's pkg/msgprocessor/options.go
+// (Options.Is): a message with no options is a stored chat message.
 const (
 	OptionHistory         = "history"
-	OptionNotNotification = "notNotification"
-	OptionSendMsg         = "sendMsg"
+	OptionNotNotification = "isNotNotification"
+	OptionSendMsg         = "isSendMsg"
 )
 
 func option(m *Message, key string) bool {

@@ -1,6 +1,9 @@
 package im_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/msggate/msggate/internal/im"
@@ -60,5 +63,36 @@ func TestCategorise(t *testing.T) {
 	got, err := im.Categorise(&im.Message{SendID: "a", GroupID: "g", Options: map[string]bool{im.OptionNotNotification: false, im.OptionSendMsg: false}})
 	if err != nil || got[0].ConversationID != "n_sg_g" {
 		t.Errorf("group notification: %+v %v", got, err)
+	}
+}
+
+// Ensure a message as OpenIM exports it (its own option keys, JSON with OpenIM's field names)
+// is categorised as OpenIM categorised it: a notification kept in the notification
+// conversation, with a chat copy when isSendMsg is not false; a transient chat message.
+func TestCategoriseOpenIMOptions(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want []string // conversation:stored
+	}{
+		{`{"send_id":"sys","recv_id":"bob","content":"x","options":{"isNotNotification":false,"isSendMsg":false}}`, []string{"n_bob:true"}},
+		{`{"send_id":"sys","recv_id":"bob","content":"x","options":{"isNotNotification":false}}`, []string{"n_bob:true", "si_bob_sys:true"}},
+		{`{"send_id":"alice","recv_id":"bob","content":"typing","options":{"history":false}}`, []string{"si_alice_bob:false"}},
+		{`{"send_id":"alice","group_id":"g","content":"x","options":{"isNotNotification":true,"isSendMsg":false,"history":true}}`, []string{"sg_g:true"}},
+	} {
+		var m im.Message
+		if err := json.Unmarshal([]byte(tc.line), &m); err != nil {
+			t.Fatal(err)
+		}
+		got, err := im.Categorise(&m)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.line, err)
+		}
+		var places []string
+		for _, p := range got {
+			places = append(places, fmt.Sprintf("%s:%v", p.ConversationID, p.Stored))
+		}
+		if !slices.Equal(places, tc.want) {
+			t.Errorf("%s: placed %v, want %v", tc.line, places, tc.want)
+		}
 	}
 }

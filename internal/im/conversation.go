@@ -14,6 +14,10 @@ const (
 	UserNotification
 	// GroupNotification holds a group's system notifications: "n_sg_<groupID>".
 	GroupNotification
+	// Notification holds system notifications whose reader the ID does not tell: OpenIM's
+	// n_ and sn_ conversations (ParseOpenIMConversationID). Who may read one is for the store
+	// to say.
+	Notification
 )
 
 func (k ConversationKind) String() string {
@@ -22,7 +26,7 @@ func (k ConversationKind) String() string {
 		return "SINGLE"
 	case GroupChat:
 		return "GROUP"
-	case UserNotification, GroupNotification:
+	case UserNotification, GroupNotification, Notification:
 		return "NOTIFICATION"
 	}
 	return "UNKNOWN"
@@ -58,7 +62,7 @@ type Conversation struct {
 	ID   string
 	Kind ConversationKind
 	// UserIDs holds the two members of a single chat (sorted) or the owner of a user
-	// notification conversation.
+	// notification conversation; nil when the ID does not tell (OpenIM's IDs).
 	UserIDs []string
 	// GroupID is set for group chats and group notification conversations.
 	GroupID string
@@ -149,9 +153,10 @@ func ParseConversationID(id string) (Conversation, error) {
 	return bad("it must start with si_, sg_ or n_")
 }
 
-// Peer returns the other member of a single chat, or "" for other kinds or a non-member.
+// Peer returns the other member of a single chat, or "" for other kinds, a non-member, or an
+// ID that does not name its members.
 func (c Conversation) Peer(userID string) string {
-	if c.Kind != SingleChat {
+	if c.Kind != SingleChat || len(c.UserIDs) != 2 {
 		return ""
 	}
 	switch userID {

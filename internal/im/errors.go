@@ -18,6 +18,12 @@ const (
 	// EHISTORY: the seqs asked for lie below the reader's min seq: deleted by retention or
 	// cleared. Not "no messages": the history existed and is gone for this reader.
 	EHISTORY = "history_unavailable"
+	// EREADONLY: the gateway serves a store it must not change (an OpenIM deployment); the
+	// request changed nothing.
+	EREADONLY = "read_only"
+	// EUNSUPPORTED: the store behind the gateway keeps nothing to answer the request from (an
+	// OpenIM deployment keeps no per-user event log); asking again will not help.
+	EUNSUPPORTED = "unsupported"
 )
 
 // Error is an error with a code from the list above and a message that is safe to show to the

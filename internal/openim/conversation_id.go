@@ -6,42 +6,15 @@ import (
 	"github.com/msggate/msggate/internal/im"
 )
 
-// OpenIM's conversation ID prefixes (pkg/msgprocessor/conversation.go
-// GetConversationIDBySessionType and GetConversationIDByMsg): si_ single chat, g_ legacy group,
-// sg_ group ("super group"), sn_ server notification chat, n_ notification conversations. The
-// rest of an ID is made of user or group IDs joined by '_', and OpenIM's user IDs may contain
-// '_' themselves, so the rest is opaque: it is never split back into users.
-var chatPrefixes = []string{"si_", "sg_", "g_", "sn_", "n_"}
+// The rules of OpenIM's user and conversation IDs live in im (ValidateOpenIMUserID,
+// ParseOpenIMConversationID): OpenIM's user IDs may contain '_', so the part of a conversation
+// ID after its prefix is opaque and never split back into users.
 
-// maxIDBytes bounds the IDs a client may name. OpenIM sets no length limit of its own; the
-// bound only keeps keys and queries built from client input small.
-const maxIDBytes = 1024
+func validUserID(userID string) error { return im.ValidateOpenIMUserID(userID) }
 
-// validUserID checks an OpenIM user ID: registration (internal/rpc/user/user.go
-// UserRegister) refuses only empty IDs and IDs containing ':'.
-func validUserID(userID string) error {
-	switch {
-	case userID == "":
-		return im.Errorf(im.EINVALID, "user ID must not be empty")
-	case strings.Contains(userID, ":"):
-		return im.Errorf(im.EINVALID, "user ID must not contain ':'")
-	case len(userID) > maxIDBytes:
-		return im.Errorf(im.EINVALID, "user ID is longer than %d bytes", maxIDBytes)
-	}
-	return nil
-}
-
-// validConversationID checks that id has one of OpenIM's prefixes and something after it.
 func validConversationID(id string) error {
-	if len(id) > 2*maxIDBytes+8 {
-		return im.Errorf(im.EINVALID, "conversation ID is too long")
-	}
-	for _, p := range chatPrefixes {
-		if strings.HasPrefix(id, p) && len(id) > len(p) {
-			return nil
-		}
-	}
-	return im.Errorf(im.EINVALID, "conversation ID %q is malformed: OpenIM's IDs start with si_, sg_, g_, sn_ or n_", clip(id))
+	_, err := im.ParseOpenIMConversationID(id)
+	return err
 }
 
 func validConversationIDs(ids []string) error {
@@ -56,12 +29,11 @@ func validConversationIDs(ids []string) error {
 // groupOf returns the group ID of a group conversation (sg_<group>, or the legacy g_<group>),
 // which OpenIM builds by prefixing the group ID (GetConversationIDBySessionType).
 func groupOf(conversationID string) (string, bool) {
-	for _, p := range []string{"sg_", "g_"} {
-		if g, ok := strings.CutPrefix(conversationID, p); ok && g != "" {
-			return g, true
-		}
+	c, err := im.ParseOpenIMConversationID(conversationID)
+	if err != nil || c.Kind != im.GroupChat {
+		return "", false
 	}
-	return "", false
+	return c.GroupID, true
 }
 
 // notificationOf is the notification conversation OpenIM pairs with a conversation
@@ -83,8 +55,9 @@ func notificationSources(id string) []string {
 	if !ok {
 		return nil
 	}
-	out := make([]string, 0, len(chatPrefixes))
-	for _, p := range chatPrefixes {
+	prefixes := im.OpenIMConversationPrefixes()
+	out := make([]string, 0, len(prefixes))
+	for _, p := range prefixes {
 		out = append(out, p+rest)
 	}
 	return out
@@ -99,4 +72,11 @@ func clip(s string) string {
 		return s
 	}
 	return s[:80] + "..."
+}
+
+// ParseConversationID checks a conversation ID by OpenIM's rules (im.ParseOpenIMConversationID),
+// the rules of the deployment the Store reads. It says nothing of whether the conversation
+// exists or who may read it: that is CanRead.
+func (s *Store) ParseConversationID(id string) (im.Conversation, error) {
+	return im.ParseOpenIMConversationID(id)
 }

@@ -8,5 +8,7 @@
 // OpenIM's source that meaning comes from are listed in RECORDS.md beside this file.
 //
 // It imports the MongoDB driver and go-redis because it is the adapter to an external system;
-// only the constructor sees driver types, every other exported API speaks im and standard types.
+// only Open sees driver types, every other exported API speaks im and standard types. Connect
+// opens both stores through msggate's own adapters (chunkstore.ConnectDatabase, which creates
+// nothing, and cache.DialClient), so the wiring above never handles a driver type.
 package openim

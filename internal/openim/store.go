@@ -9,6 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/msggate/msggate/internal/chunkstore"
 )
 
 // Collection names, from OpenIM's pkg/common/storage/model/msg.go (MsgTableName) and
@@ -25,11 +27,14 @@ const (
 // OpenIM creates them (by creating their indexes) when its msg service starts.
 var requiredCollections = []string{collMsg, collSeq}
 
-// Store reads one OpenIM deployment. It is safe for concurrent use. It does not own the
-// connections it was given: the caller closes them.
+// Store reads one OpenIM deployment. It is safe for concurrent use. A Store made by Open does
+// not own the connections it was given (the caller closes them); one made by Connect does.
 type Store struct {
+	db   *mongo.Database
 	rdb  redis.UniversalClient
 	opts Options
+	// owned: the Store connected itself (Connect), so Close disconnects.
+	owned bool
 
 	msg, seq, seqUser, conversation, groupMember *mongo.Collection
 }
@@ -37,7 +42,7 @@ type Store struct {
 // Open checks that db is an OpenIM database and that OpenIM's Redis answers, and returns a
 // Store over them. It reads the collection names and pings Redis; it creates nothing and writes
 // nothing. A database without OpenIM's msg and seq collections is refused with ErrNotOpenIM
-// and a message naming the missing ones.
+// and a message naming the missing ones; so is msggate's own database.
 func Open(ctx context.Context, db *mongo.Database, rdb redis.UniversalClient, opts Options) (*Store, error) {
 	if db == nil || rdb == nil {
 		return nil, fmt.Errorf("openim: a MongoDB database and a Redis client are required")
@@ -56,6 +61,15 @@ func Open(ctx context.Context, db *mongo.Database, rdb redis.UniversalClient, op
 			missing = append(missing, n)
 		}
 	}
+	// msggate's own database has msg and seq too (it keeps OpenIM's layout), so a gateway
+	// pointed at it by mistake (msggate's default database name, say) would pass; the
+	// collections only msggate creates tell it apart.
+	for _, own := range []string{chunkstore.CollectionClientMsgID, chunkstore.CollectionUserConversation} {
+		if have[own] {
+			return nil, fmt.Errorf("%w: database %q is msggate's own (it has msggate's collection %s); name OpenIM's database (OpenIM's default is openim_v3)",
+				ErrNotOpenIM, db.Name(), own)
+		}
+	}
 	if len(missing) > 0 {
 		what := "collection " + missing[0]
 		if len(missing) > 1 {
@@ -68,6 +82,7 @@ func Open(ctx context.Context, db *mongo.Database, rdb redis.UniversalClient, op
 		return nil, redisError("ping", err)
 	}
 	return &Store{
+		db:           db,
 		rdb:          rdb,
 		opts:         opts,
 		msg:          db.Collection(collMsg),

@@ -36,3 +36,23 @@ func (l *Ledger) Memberships(ctx context.Context, userID string, convs []im.Conv
 	}
 	return out, nil
 }
+
+// ParseConversationID checks a conversation ID by msggate's own rules
+// (im.ParseConversationID), the rules of the conversations the ledger keeps.
+func (l *Ledger) ParseConversationID(id string) (im.Conversation, error) {
+	return im.ParseConversationID(id)
+}
+
+// CanRead reports, aligned with conversationIDs, whether userID may read each conversation
+// (Memberships, for IDs not yet parsed). A malformed ID is EINVALID.
+func (l *Ledger) CanRead(ctx context.Context, userID string, conversationIDs []string) ([]bool, error) {
+	convs := make([]im.Conversation, len(conversationIDs))
+	for i, id := range conversationIDs {
+		c, err := im.ParseConversationID(id)
+		if err != nil {
+			return nil, err
+		}
+		convs[i] = c
+	}
+	return l.Memberships(ctx, userID, convs)
+}

@@ -1,0 +1,73 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+
+	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/im"
+)
+
+// How a request is authenticated: HandlerOptions.Authenticator checks the token (msggate's
+// own HS256 tokens by default; an OpenIM deployment's tokens in OpenIM mode, which costs one
+// read of OpenIM's Redis per check, uncached, so that a kick or logout in OpenIM holds from
+// the next request on). Over HTTP the token is checked on every request; over WebSocket once,
+// at connection_init, for the life of the connection.
+
+// authenticateRequest reads the request's token and returns a context carrying its viewer,
+// or the error that refused it: the Authorization header ("Bearer <token>"), else the header
+// HandlerOptions.TokenHeader names (OpenIM's clients send "token: <token>"). A request with
+// neither is anonymous.
+func authenticateRequest(req *http.Request, o HandlerOptions) (context.Context, auth.Viewer) {
+	ctx := req.Context()
+	var token string
+	if h := req.Header.Get("Authorization"); h != "" {
+		t, ok := bearer(h)
+		if !ok {
+			err := im.Errorf(im.EUNAUTHENTICATED, "the Authorization header must be \"Bearer <token>\"")
+			return auth.WithViewer(ctx, auth.Viewer{}, err), auth.Viewer{}
+		}
+		token = t
+	} else if o.TokenHeader != "" {
+		token = req.Header.Get(o.TokenHeader)
+	}
+	if token == "" {
+		return ctx, auth.Viewer{}
+	}
+	viewer, err := o.Authenticator.Authenticate(ctx, token)
+	if err != nil {
+		viewer = auth.Viewer{}
+	}
+	return auth.WithViewer(ctx, viewer, err), viewer
+}
+
+// CloseTryAgainLater (RFC 6455's 1013): connection_init's token could not be checked now.
+const CloseTryAgainLater = 1013
+
+func bearer(h string) (string, bool) {
+	const p = "Bearer "
+	if len(h) <= len(p) || !strings.EqualFold(h[:len(p)], p) {
+		return "", false
+	}
+	return h[len(p):], true
+}
+
+// refuseInit ends a WebSocket connection whose connection_init token was not accepted: close
+// code 4403 for a refused token; 1013 (try again later) when the token could not be checked
+// because a store did not answer, which is no verdict on the token.
+func refuseInit(ctx context.Context, err error) (context.Context, *transport.InitPayload, error) {
+	if im.ErrorCode(err) == im.EUNAVAILABLE {
+		ctx = transport.WithWebsocketCloseCode(ctx, CloseTryAgainLater)
+		return transport.AppendCloseReason(ctx, "unavailable: the token could not be checked; try again"), nil, err
+	}
+	ctx = transport.WithWebsocketCloseCode(ctx, CloseUnauthorized)
+	if err == nil {
+		return transport.AppendCloseReason(ctx, "unauthenticated: connection_init needs {\"Authorization\": \"Bearer <token>\"}"),
+			nil, errors.New("unauthenticated")
+	}
+	return transport.AppendCloseReason(ctx, "unauthenticated: the token is not valid"), nil, err
+}

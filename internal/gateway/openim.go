@@ -1,0 +1,86 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/msggate/msggate/graph"
+	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/history"
+	"github.com/msggate/msggate/internal/openim"
+	"github.com/msggate/msggate/internal/ops"
+)
+
+// OpenIM mode (Config.OpenIM): the gateway reads an OpenIM v3.8 deployment's MongoDB and
+// Redis through internal/openim, and nothing of msggate's own store. It connects without
+// creating a collection or an index (a read-only MongoDB role is enough), uses none of
+// msggate's chunk or seq caches (OpenIM's Redis already is that cache, and only OpenIM knows
+// when an entry goes stale), has no write path and no event log, and checks OpenIM's tokens.
+// msggate's own Redis stays, for rate limits and persisted queries.
+
+// OpenIMTokenHeader is the header OpenIM's own API takes its token from; OpenIM-mode clients
+// may send it instead of "Authorization: Bearer <token>".
+const OpenIMTokenHeader = "token"
+
+// openOpenIM checks the configuration and connects to the deployment.
+func (g *Gateway) openOpenIM(ctx context.Context) (err error) {
+	cfg := g.Config
+	if err := cfg.OpenIM.check(cfg); err != nil {
+		return err
+	}
+	g.OpenIM, err = openim.Connect(ctx, openim.Endpoints{
+		Mongo: chunkstore.Options{
+			URI:            cfg.MongoURI,
+			Database:       cfg.MongoDatabase,
+			ObserveCommand: g.Metrics.ObserveMongoCommand,
+			OnCommand:      cfg.OnMongoCommand,
+		},
+		RedisURL: cfg.OpenIM.RedisURL,
+		Redis:    cache.Options{ObserveCall: g.Metrics.ObserveRedisCall, OnRoundTrip: cfg.OnRedisRoundTrip},
+	}, openim.Options{Secret: cfg.OpenIM.Secret})
+	if err != nil {
+		return err
+	}
+	g.closers = append(g.closers, func() error { return g.OpenIM.Close(context.Background()) })
+	return nil
+}
+
+// readPath is what the GraphQL layer reads through, how it authenticates, and what /readyz
+// checks: msggate's own store, or in OpenIM mode the deployment's.
+type readPath struct {
+	resolver      *graph.Resolver
+	authenticator auth.Authenticator
+	tokenHeader   string
+	checks        []ops.Check
+}
+
+func (g *Gateway) readPath() readPath {
+	own := ops.Check{Name: "redis", Ping: g.Cache.Ping}
+	if s := g.OpenIM; s != nil {
+		return readPath{
+			resolver: &graph.Resolver{
+				Conversations: s,
+				Chunks:        history.OpenIMChunks(s),
+				AdjustViews:   history.OpenIMQuotes,
+				Logger:        g.Logger,
+			},
+			authenticator: auth.UserTokens(s),
+			tokenHeader:   OpenIMTokenHeader,
+			checks:        []ops.Check{{Name: "openim-mongodb", Ping: s.PingMongo}, {Name: "openim-redis", Ping: s.PingRedis}, own},
+		}
+	}
+	chunks := history.NewCachedChunks(g.Store, g.Cache, g.Logger)
+	chunks.ObserveCache = g.Metrics.ObserveChunkCache
+	return readPath{
+		resolver: &graph.Resolver{
+			Ledger:   g.Ledger,
+			Chunks:   chunks,
+			Ingester: g.Ingest,
+			Hub:      g.Hub,
+			Logger:   g.Logger,
+		},
+		authenticator: auth.HS256(g.Secret),
+		checks:        []ops.Check{{Name: "mongodb", Ping: g.Store.Ping}, own},
+	}
+}
