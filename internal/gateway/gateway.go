@@ -99,7 +99,10 @@ func (g *Gateway) openStore(ctx context.Context) (err error) {
 		return err
 	}
 	mongoURI := cfg.MongoURI
-	if mongoURI == "" {
+	// The embedded FerretDB lives in this process, so no other process writes to it and
+	// serialising this process's own updates is enough (chunkstore.Options.SoleWriter).
+	embeddedStore := mongoURI == ""
+	if embeddedStore {
 		uri, stop, err := embedded.StartFerretDB(ctx, cfg.DataDir, quiet(cfg.LogOutput))
 		if err != nil {
 			return err
@@ -112,10 +115,14 @@ func (g *Gateway) openStore(ctx context.Context) (err error) {
 		Database:       cfg.MongoDatabase,
 		ObserveCommand: g.Metrics.ObserveMongoCommand,
 		OnCommand:      cfg.OnMongoCommand,
+		SoleWriter:     embeddedStore,
 	}); err != nil {
 		return err
 	}
 	g.closers = append(g.closers, func() error { return g.Store.Close(context.Background()) })
+	if g.Store.SharedFerretDB() {
+		g.Logger.Info("the store is FerretDB: every update takes a lease document, so that several gateways can share it safely")
+	}
 	return nil
 }
 
