@@ -36,6 +36,12 @@ const (
 const (
 	DefaultAddr    = ":8080"
 	DefaultDataDir = "./data"
+	// DefaultIdleTimeout closes an HTTP keep-alive connection that has carried no request for
+	// this long.
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultReadTimeout bounds reading one HTTP request, body included (a request body holds
+	// at most -max-body-bytes). WebSocket connections are exempt once upgraded.
+	DefaultReadTimeout = time.Minute
 )
 
 // Config is everything a gateway needs to start. RegisterFlags fills it from flags and the
@@ -60,6 +66,15 @@ type Config struct {
 	RateLimit      float64       // requests a second per user, sustained; default graph.DefaultRateLimit
 	RateBurst      int           // requests per user at once; default graph.DefaultRateBurst
 	RequestTimeout time.Duration // default graph.DefaultRequestTimeout
+
+	// Connection limits: zero takes the default, negative switches off.
+	IdleTimeout                     time.Duration // idle keep-alive HTTP connections; default DefaultIdleTimeout
+	ReadTimeout                     time.Duration // reading one HTTP request; default DefaultReadTimeout
+	AnonymousRateLimit              float64       // requests a second per address without a valid token; default graph.DefaultAnonymousRateLimit
+	AnonymousRateBurst              int           // default graph.DefaultAnonymousRateBurst
+	MaxConnectionsPerUser           int           // WebSocket connections per user and instance; default graph.DefaultMaxConnectionsPerUser
+	MaxPendingConnectionsPerAddress int           // WebSocket connections per address before connection_init; default graph.DefaultMaxPendingConnectionsPerAddress
+	ClientIPHeader                  string        // header a proxy in front gives the client address in; empty: the connection's
 
 	// Sync: the per-user event log and live subscriptions.
 	EventLogMaxLen int64         // events kept per user; default cache.DefaultEventLogMaxLen
@@ -99,6 +114,13 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.RateLimit, "rate-limit", graph.DefaultRateLimit, "requests a second each user may make, sustained; negative: no rate limit")
 	fs.IntVar(&c.RateBurst, "rate-burst", graph.DefaultRateBurst, "requests each user may make at once")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", graph.DefaultRequestTimeout, "longest time a request may take; negative: no limit")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "close HTTP keep-alive connections idle this long; negative: the read timeout bounds it")
+	fs.DurationVar(&c.ReadTimeout, "read-timeout", DefaultReadTimeout, "longest time to read one HTTP request, body included (not WebSockets); negative: no limit")
+	fs.Float64Var(&c.AnonymousRateLimit, "anonymous-rate-limit", graph.DefaultAnonymousRateLimit, "requests a second each client address may make without a valid token, sustained; negative: no limit")
+	fs.IntVar(&c.AnonymousRateBurst, "anonymous-rate-burst", graph.DefaultAnonymousRateBurst, "requests without a valid token each client address may make at once")
+	fs.IntVar(&c.MaxConnectionsPerUser, "ws-per-user", graph.DefaultMaxConnectionsPerUser, "WebSocket connections each user may hold on this instance; negative: no limit")
+	fs.IntVar(&c.MaxPendingConnectionsPerAddress, "ws-pending-per-address", graph.DefaultMaxPendingConnectionsPerAddress, "WebSocket connections each client address may hold before connection_init; negative: no limit")
+	fs.StringVar(&c.ClientIPHeader, "client-ip-header", "", "header in which the proxy in front gives the client's address (X-Forwarded-For, X-Real-IP); only behind such a proxy")
 	fs.Int64Var(&c.EventLogMaxLen, "event-log-len", cache.DefaultEventLogMaxLen, "events kept in each user's sync log; an older sync token answers tooLong")
 	fs.DurationVar(&c.EventLogMaxAge, "event-log-age", cache.DefaultEventLogMaxAge, "how long events stay in the sync log")
 	fs.DurationVar(&c.KeepAlive, "ws-keepalive", graph.DefaultKeepAlive, "WebSocket keepalive ping interval")
