@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/graph"
+	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/retention"
@@ -30,6 +31,11 @@ const (
 	EnvOpenIM            = "MSGGATE_OPENIM"
 	EnvOpenIMRedisURL    = "MSGGATE_OPENIM_REDIS_URL"
 	EnvOpenIMSecret      = "MSGGATE_OPENIM_SECRET"
+	EnvJWKS              = "MSGGATE_JWKS"
+	EnvJWTIssuer         = "MSGGATE_JWT_ISSUER"
+	EnvJWTAudience       = "MSGGATE_JWT_AUDIENCE"
+	EnvJWTUserClaim      = "MSGGATE_JWT_USER_CLAIM"
+	EnvJWTAlgorithms     = "MSGGATE_JWT_ALGORITHMS"
 )
 
 // Defaults of Config that belong to no package below it.
@@ -87,6 +93,9 @@ type Config struct {
 	// OpenIM mode serves an OpenIM v3.8 deployment read-only (off by default).
 	OpenIM OpenIMConfig
 
+	// Tokens of an identity provider, accepted besides msggate's own (off by default).
+	IdentityProvider IdentityProviderConfig
+
 	// For tests: watch MongoDB commands and Redis round trips (to count them, or to hold a
 	// command back), and tune the dataloaders.
 	OnMongoCommand   chunkstore.CommandStarted
@@ -126,6 +135,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.KeepAlive, "ws-keepalive", graph.DefaultKeepAlive, "WebSocket keepalive ping interval")
 	c.Retention.registerFlags(fs)
 	c.OpenIM.registerFlags(fs)
+	c.IdentityProvider.registerFlags(fs)
 }
 
 // RegisterSecretFlags registers what a client of a running gateway needs to mint tokens
@@ -234,7 +244,42 @@ func (c OpenIMConfig) check(cfg Config) error {
 	if cfg.Retention.Days > 0 {
 		return errors.New("OpenIM mode (-openim) takes no -retention-days: msggate deletes nothing in OpenIM's database, OpenIM's own retention applies")
 	}
+	if cfg.IdentityProvider.JWKS != "" {
+		return errors.New("OpenIM mode (-openim) takes no -jwks: its clients present OpenIM's tokens")
+	}
 	return nil
+}
+
+// IdentityProviderConfig is the identity-provider part of Config. With JWKS set, the gateway
+// accepts, besides msggate's own HS256 tokens, the tokens an identity provider signs (RS256 or
+// ES256 by default), checked against the keys it publishes (auth.IdentityProvider).
+type IdentityProviderConfig struct {
+	JWKS       string // MSGGATE_JWKS: the provider's key set, an https:// URL or a file; empty: off
+	Issuer     string // MSGGATE_JWT_ISSUER: the iss tokens must carry; empty: not checked
+	Audience   string // MSGGATE_JWT_AUDIENCE: an aud tokens must carry; empty: not checked
+	UserClaim  string // MSGGATE_JWT_USER_CLAIM, default auth.DefaultUserClaim: the claim naming the user
+	Algorithms string // MSGGATE_JWT_ALGORITHMS, default auth.DefaultAlgorithms, comma-separated
+}
+
+// registerFlags registers -jwks, -jwt-issuer, -jwt-audience, -jwt-user-claim and
+// -jwt-algorithms, with defaults from the environment.
+func (c *IdentityProviderConfig) registerFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.JWKS, "jwks", env(EnvJWKS, ""), "an identity provider's key set (JWKS), an https:// URL or a file: its tokens are accepted besides msggate's own ("+EnvJWKS+")")
+	fs.StringVar(&c.Issuer, "jwt-issuer", env(EnvJWTIssuer, ""), "the issuer (iss) the identity provider's tokens must name ("+EnvJWTIssuer+")")
+	fs.StringVar(&c.Audience, "jwt-audience", env(EnvJWTAudience, ""), "an audience (aud) the identity provider's tokens must name ("+EnvJWTAudience+")")
+	fs.StringVar(&c.UserClaim, "jwt-user-claim", env(EnvJWTUserClaim, auth.DefaultUserClaim), "the claim of the identity provider's tokens that names the user ("+EnvJWTUserClaim+")")
+	fs.StringVar(&c.Algorithms, "jwt-algorithms", env(EnvJWTAlgorithms, strings.Join(auth.DefaultAlgorithms, ",")), "the identity provider's signature algorithms accepted, comma-separated ("+EnvJWTAlgorithms+")")
+}
+
+// options are the auth package's options for this configuration.
+func (c IdentityProviderConfig) options() auth.IdentityProviderOptions {
+	var algs []string
+	for a := range strings.SplitSeq(c.Algorithms, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			algs = append(algs, a)
+		}
+	}
+	return auth.IdentityProviderOptions{JWKS: c.JWKS, Issuer: c.Issuer, Audience: c.Audience, UserClaim: c.UserClaim, Algorithms: algs}
 }
 
 // env returns the environment variable k, or def when it is not set.
