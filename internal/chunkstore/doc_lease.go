@@ -60,19 +60,26 @@ func newLeases(db *mongo.Database, ttl time.Duration) *leases {
 }
 
 // acquire takes the leases on ids (sorted, distinct) and returns the function that gives them
-// back. It waits while another process holds one, until ctx ends.
-func (l *leases) acquire(ctx context.Context, ids []string) (release func(), err error) {
+// back, and when the first of them expires. It waits while another process holds one, until
+// ctx ends.
+func (l *leases) acquire(ctx context.Context, ids []string) (release func(), expires time.Time, err error) {
 	owner := l.owner + "-" + strconv.FormatUint(l.n.Add(1), 10)
 	held := 0
 	release = func() { l.release(ctx, owner, ids[:held]) }
 	var backoff time.Duration
 	seenExpiry := map[string]int64{} // what this waiter last read of a busy lease's expiry
 	for held < len(ids) {
-		n, busy, err := l.insert(ctx, owner, ids[held:])
+		tried := time.Now()
+		n, busy, err := l.insert(ctx, owner, ids[held:], tried)
+		if n > 0 && held == 0 {
+			expires = tried.Add(l.ttl)
+		}
 		held += n
 		if err != nil {
-			release()
-			return nil, err
+			// The insert may have been applied although its answer was lost: give back every
+			// lease of this owner (the owner filter leaves everyone else's alone).
+			l.release(ctx, owner, ids)
+			return nil, time.Time{}, err
 		}
 		if !busy {
 			break
@@ -84,37 +91,36 @@ func (l *leases) acquire(ctx context.Context, ids []string) (release func(), err
 			cur, err := l.find(ctx, id)
 			if err != nil {
 				release()
-				return nil, err
+				return nil, time.Time{}, err
 			}
-			switch {
-			case cur == nil:
+			if cur == nil {
 				continue // released meanwhile: try again at once
-			case cur.Expires <= now:
-				if err := l.takeOver(ctx, *cur); err != nil {
-					release()
-					return nil, err
-				}
-				continue
-			default:
-				seenExpiry[id] = cur.Expires
 			}
+			if cur.Expires > now {
+				seenExpiry[id] = cur.Expires
+			} else if took, err := l.takeOver(ctx, *cur); err != nil {
+				release()
+				return nil, time.Time{}, err
+			} else if took {
+				continue
+			} // else another waiter is taking it over: wait like for a live lease
 		}
 		backoff = min(max(2*backoff, 2*time.Millisecond), 50*time.Millisecond)
 		wait := backoff/2 + mrand.N(backoff/2+1)
 		select {
 		case <-ctx.Done():
 			release()
-			return nil, im.Unavailable("message store", fmt.Errorf("waiting for another writer of %s: %w", id, context.Cause(ctx)))
+			return nil, time.Time{}, im.Unavailable("message store", fmt.Errorf("waiting for another writer of %s: %w", id, context.Cause(ctx)))
 		case <-time.After(wait):
 		}
 	}
-	return release, nil
+	return release, expires, nil
 }
 
 // insert inserts the leases of ids in order and stops at the first that exists: it reports
 // how many it took and whether it stopped at a busy one.
-func (l *leases) insert(ctx context.Context, owner string, ids []string) (int, bool, error) {
-	expires := time.Now().Add(l.ttl).UnixMilli()
+func (l *leases) insert(ctx context.Context, owner string, ids []string, now time.Time) (int, bool, error) {
+	expires := now.Add(l.ttl).UnixMilli()
 	docs := make([]leaseDoc, len(ids))
 	for i, id := range ids {
 		docs[i] = leaseDoc{ID: id, Owner: owner, Expires: expires}
@@ -144,16 +150,17 @@ func (l *leases) find(ctx context.Context, id string) (*leaseDoc, error) {
 	return &d, nil
 }
 
-// takeOver removes an expired lease, unless another waiter is already taking it over.
-func (l *leases) takeOver(ctx context.Context, stale leaseDoc) error {
+// takeOver removes an expired lease and reports true, unless another waiter is taking it over
+// already.
+func (l *leases) takeOver(ctx context.Context, stale leaseDoc) (bool, error) {
 	marker := leaseDoc{ID: "takeover|" + stale.ID + "|" + stale.Owner, Owner: l.owner, Expires: time.Now().UnixMilli()}
 	if _, err := l.coll.InsertOne(ctx, marker); mongo.IsDuplicateKeyError(err) {
-		return nil
+		return false, nil
 	} else if err != nil {
-		return storeError("take over lease", err)
+		return false, storeError("take over lease", err)
 	}
 	_, err := l.coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: stale.ID}, {Key: "owner", Value: stale.Owner}})
-	return storeError("take over lease", err)
+	return err == nil, storeError("take over lease", err)
 }
 
 // release deletes the leases owner holds on ids. It runs even when ctx has ended (the update

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"time"
 )
 
 // Updates that must not interleave with another update of the same document take that
@@ -81,15 +80,14 @@ func (s *Store) lockDocs(ctx context.Context, coll string, keys ...string) (cont
 	if s.leases == nil {
 		return ctx, unlock, nil
 	}
-	acquired := time.Now()
-	release, err := s.leases.acquire(ctx, full)
+	release, expires, err := s.leases.acquire(ctx, full)
 	if err != nil {
 		unlock()
 		return ctx, nil, err
 	}
 	// The update must be over before another process may take the leases over; half the
 	// lease leaves room for clocks that disagree.
-	guarded, cancel := context.WithDeadline(ctx, acquired.Add(s.leases.ttl/2))
+	guarded, cancel := context.WithDeadline(ctx, expires.Add(-s.leases.ttl/2))
 	return guarded, func() {
 		cancel()
 		release()
