@@ -84,7 +84,7 @@ func admitUser(ctx context.Context, userID string) (context.Context, error) {
 	return ctx, nil
 }
 
-// releaseLocked gives back what the connection counted; l.mu is held.
+// releasePendingLocked gives back the connection's count towards its address; l.mu is held.
 func (h *connHolder) releasePendingLocked() {
 	if h.pendingAddr == "" {
 		return

@@ -42,23 +42,20 @@ func websocketTransport(r *Resolver, o HandlerOptions) transport.Websocket {
 		PingPongInterval:      o.KeepAlive,
 		InitTimeout:           10 * time.Second,
 		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
-			token := initToken(payload)
 			var v auth.Viewer
-			if token == "" {
-				var err error
+			var err error
+			if token := initToken(payload); token == "" {
 				if v, err = auth.ViewerFrom(ctx); err != nil {
 					return refuseInit(ctx, nil)
 				}
 				// authenticated by the upgrade request's header
 			} else {
-				var err error
 				if v, err = o.Authenticator.Authenticate(ctx, token); err != nil {
 					return refuseInit(ctx, err)
 				}
 				ctx = auth.WithViewer(ctx, v, nil)
 			}
-			ctx, err := admitUser(ctx, v.UserID)
-			if err != nil {
+			if ctx, err = admitUser(ctx, v.UserID); err != nil {
 				o.countRefusal(limitUserConnections)
 				return ctx, nil, err
 			}
