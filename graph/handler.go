@@ -53,6 +53,25 @@ type HandlerOptions struct {
 	RateLimit float64
 	// RateBurst is the requests a user may make at once after a quiet spell. Default 40.
 	RateBurst int
+	// AnonymousRateLimit is the sustained requests a second one client address may make
+	// without a valid token. Default DefaultAnonymousRateLimit.
+	AnonymousRateLimit float64
+	// AnonymousRateBurst is the requests without a valid token an address may make at once.
+	// Default DefaultAnonymousRateBurst.
+	AnonymousRateBurst int
+	// MaxConnectionsPerUser bounds one user's WebSocket connections to this instance; one more
+	// is closed at connection_init with CloseTooManyConnections. Default
+	// DefaultMaxConnectionsPerUser.
+	MaxConnectionsPerUser int
+	// MaxPendingConnectionsPerAddress bounds the WebSocket connections from one client address
+	// waiting for connection_init; one more upgrade is refused with HTTP 429. Default
+	// DefaultMaxPendingConnectionsPerAddress.
+	MaxPendingConnectionsPerAddress int
+	// ClientIPHeader, when set, names the header in which the proxy in front of the gateway
+	// gives the client's address (X-Forwarded-For, X-Real-IP), for the limits kept per address.
+	// Default: the address the connection comes from. Set it only behind a proxy that writes
+	// the header, or clients choose their own address.
+	ClientIPHeader string
 	// PersistedQueries keeps the queries of automatic persisted queries (APQ). Default: an
 	// in-process LRU of 1000, which other instances do not see.
 	PersistedQueries graphql.Cache[string]
@@ -103,9 +122,10 @@ func NewHandler(r *Resolver, o HandlerOptions) http.Handler {
 	srv.AroundRootFields(timeLimit)
 	srv.SetErrorPresenter(presentLimits(errorPresenter(o.Logger), o.RequestTimeout, o.Logger))
 	srv.SetRecoverFunc(recoverFunc(o.Logger))
-	h := gated(srv,
+	h := gated(srv, o,
 		bodyGate(o.MaxBodyBytes),
-		rateGate(o.RateLimiter, o.RateLimit, o.RateBurst, o.Logger))
+		rateGate(o),
+		connectionGate(newConnectionLimits(o), o))
 	return withConnHolder(withLoaders(r, o, withDeadline(o.RequestTimeout, h)))
 }
 
@@ -136,6 +156,18 @@ func (o HandlerOptions) withDefaults() HandlerOptions {
 	}
 	if o.RateBurst == 0 {
 		o.RateBurst = DefaultRateBurst
+	}
+	if o.AnonymousRateLimit == 0 {
+		o.AnonymousRateLimit = DefaultAnonymousRateLimit
+	}
+	if o.AnonymousRateBurst == 0 {
+		o.AnonymousRateBurst = DefaultAnonymousRateBurst
+	}
+	if o.MaxConnectionsPerUser == 0 {
+		o.MaxConnectionsPerUser = DefaultMaxConnectionsPerUser
+	}
+	if o.MaxPendingConnectionsPerAddress == 0 {
+		o.MaxPendingConnectionsPerAddress = DefaultMaxPendingConnectionsPerAddress
 	}
 	if o.PersistedQueries == nil {
 		o.PersistedQueries = lru.New[string](1000)

@@ -40,6 +40,12 @@ const (
 	limitRate          = "rate"
 	limitTimeout       = "timeout"
 	limitSubscriptions = "subscriptions"
+	// Per client address, requests without a valid token (HTTP 429).
+	limitAnonymousRate = "anonymousRate"
+	// WebSocket connections from one address waiting for connection_init (HTTP 429), and one
+	// user's connections (close code CloseTooManyConnections).
+	limitPendingConnections = "pendingConnections"
+	limitUserConnections    = "userConnections"
 )
 
 // limitError is the error of a request refused by one of the limits.
@@ -63,12 +69,14 @@ type refusalKey struct{}
 
 // gated runs the gates in order in front of srv. A refused request still goes to srv, which
 // answers it through refusedTransport, so that its error passes the error presenter and the
-// response interceptors (metrics) like any other.
-func gated(srv http.Handler, gates ...gate) http.Handler {
+// response interceptors (metrics) like any other; its limit is counted as a refusal too.
+func gated(srv http.Handler, o HandlerOptions, gates ...gate) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		for _, g := range gates {
 			var refused *refusal
 			if req, refused = g(w, req); refused != nil {
+				limit, _ := refused.err.Extensions["limit"].(string)
+				o.countRefusal(limit)
 				req = req.WithContext(context.WithValue(req.Context(), refusalKey{}, refused))
 				break
 			}

@@ -20,6 +20,17 @@ type OperationMetrics interface {
 	// whose time says nothing. errorCodes are the extensions.code of the answer's errors, ""
 	// where an error has none.
 	OperationAnswered(ctx context.Context, name string, chosen, subscription bool, took time.Duration, errorCodes []string)
+	// LimitRefused is told of each refusal by a limit that guards the gateway itself rather
+	// than one query's shape: the body size, the rate limits and the connection limits, by the
+	// limit's name (extensions.limit).
+	LimitRefused(limit string)
+}
+
+// countRefusal tells the metrics, if any, of a refusal by limit.
+func (o HandlerOptions) countRefusal(limit string) {
+	if o.Metrics != nil && limit != "" {
+		o.Metrics.LimitRefused(limit)
+	}
 }
 
 // metricsExtension is the gqlgen extension that reports every operation to OperationMetrics.

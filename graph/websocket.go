@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	gosync "sync"
 	"time"
@@ -30,6 +29,9 @@ const (
 	CloseUnauthorized = 4403
 )
 
+// CloseTooManyConnections (connection_limits.go) is msggate's fourth: the user holds the most
+// WebSocket connections one user may.
+
 // websocketTransport serves subscriptions (and queries) over WebSocket, with both the
 // graphql-transport-ws and the legacy graphql-ws protocols. The bearer token comes in the
 // connection_init payload.
@@ -40,18 +42,24 @@ func websocketTransport(r *Resolver, o HandlerOptions) transport.Websocket {
 		PingPongInterval:      o.KeepAlive,
 		InitTimeout:           10 * time.Second,
 		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
-			token := initToken(payload)
-			if token == "" {
-				if v, err := auth.ViewerFrom(ctx); err == nil {
-					return withConnectionLoaders(ctx, r, o, v), nil, nil // authenticated by header
+			var v auth.Viewer
+			var err error
+			if token := initToken(payload); token == "" {
+				if v, err = auth.ViewerFrom(ctx); err != nil {
+					return refuseInit(ctx, nil)
 				}
-				return refuseInit(ctx, nil)
+				// authenticated by the upgrade request's header
+			} else {
+				if v, err = o.Authenticator.Authenticate(ctx, token); err != nil {
+					return refuseInit(ctx, err)
+				}
+				ctx = auth.WithViewer(ctx, v, nil)
 			}
-			v, err := o.Authenticator.Authenticate(ctx, token)
-			if err != nil {
-				return refuseInit(ctx, err)
+			if ctx, err = admitUser(ctx, v.UserID); err != nil {
+				o.countRefusal(limitUserConnections)
+				return ctx, nil, err
 			}
-			return withConnectionLoaders(auth.WithViewer(ctx, v, nil), r, o, v), nil, nil
+			return withConnectionLoaders(ctx, r, o, v), nil, nil
 		},
 	}
 }
@@ -105,10 +113,8 @@ func connectionOperations(ctx context.Context, next graphql.OperationHandler) gr
 	if lim := c.o.RateLimiter; lim != nil && c.o.RateLimit > 0 && c.o.RateBurst > 0 {
 		// As over HTTP, a limiter that cannot answer lets the operation through.
 		if ok, retry, err := lim.TakeToken(ctx, c.viewer, c.o.RateLimit, c.o.RateBurst); err == nil && !ok {
-			gerr := limitError(limitRate, "too many requests: at most %s a second, %d at once; retry in %v",
-				strconv.FormatFloat(c.o.RateLimit, 'f', -1, 64), c.o.RateBurst, retry)
-			gerr.Extensions["retryAfterMs"] = retry.Milliseconds()
-			return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{gerr}})
+			c.o.countRefusal(limitRate)
+			return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{rateError(limitRate, "", c.o.RateLimit, c.o.RateBurst, retry)}})
 		}
 	}
 	return next(ctx)
@@ -138,12 +144,17 @@ func (c closableImplementation) Accept(w http.ResponseWriter, r *http.Request, o
 
 type connHolderKey struct{}
 
-// connHolder keeps one WebSocket connection for whoever must close it, and counts its open
-// subscriptions.
+// connHolder keeps one WebSocket connection for whoever must close it, counts its open
+// subscriptions, and holds what it counts towards the connection limits (connection_limits.go).
 type connHolder struct {
 	mu            gosync.Mutex
 	conn          transport.WebsocketConn
 	subscriptions int
+
+	// Set and read under limits.mu.
+	limits      *connectionLimits
+	pendingAddr string // the address it counts towards while waiting for connection_init
+	user        string // the user it counts towards once authenticated
 }
 
 // openSubscription counts one more subscription on the connection of ctx, unless it holds
@@ -172,13 +183,20 @@ func (h *connHolder) set(c transport.WebsocketConn) {
 	h.mu.Unlock()
 }
 
-// withConnHolder prepares a WebSocket upgrade request's context to hold its connection.
+// withConnHolder prepares a WebSocket upgrade request's context to hold its connection, and
+// gives back what the connection counted towards the limits when it is over: the WebSocket
+// transport returns once the connection is closed. (The HTTP server's read timeout does not
+// reach a WebSocket: net/http clears the connection's deadlines when it is hijacked, and
+// keepalive pings find dead peers instead.)
 func withConnHolder(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Header.Get("Upgrade") != "" {
-			req = req.WithContext(context.WithValue(req.Context(), connHolderKey{}, &connHolder{}))
+		if req.Header.Get("Upgrade") == "" {
+			next.ServeHTTP(w, req)
+			return
 		}
-		next.ServeHTTP(w, req)
+		h := &connHolder{}
+		defer h.release()
+		next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), connHolderKey{}, h)))
 	})
 }
 

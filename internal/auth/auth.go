@@ -1,7 +1,9 @@
 // Package auth issues and verifies msggate's bearer tokens: HS256 JWTs whose subject is the
 // user ID. Its Authenticator is what the GraphQL layer checks a request's token with: msggate's
-// own tokens (HS256), or another system's (UserTokens, e.g. an OpenIM deployment's). It knows
-// nothing of HTTP; the GraphQL layer reads the header.
+// own tokens (HS256), an identity provider's (IdentityProvider: RS256/ES256 tokens verified
+// with the keys it publishes as a JWKS, beside msggate's own through WithIdentityProvider), or
+// another system's (UserTokens, e.g. an OpenIM deployment's). It knows nothing of HTTP; the
+// GraphQL layer reads the header.
 package auth
 
 import (

@@ -28,12 +28,19 @@ import (
 // in order always ends with the counters of the last one.
 
 // openLog starts both log scripts: it reads the log's epoch into epoch, creating the log with
-// the epoch in ARGV[1] when it does not exist.
+// the epoch in ARGV[1] when it does not exist. A new log starts with no events: any left from
+// a lost one (the head evicted before its list) would carry the old epoch.
+//
+// Every key of a log expires: the head and the list live EventLogMaxAge after the last append
+// (by then every event in the list is older than the log keeps), and a read refreshes the
+// head, so a device that keeps syncing keeps its token valid while nothing happens. A head
+// that expired anyway starts a new epoch: every older token then answers tooLong.
 const openLog = `
 local epoch = redis.call('HGET', KEYS[1], 'epoch')
 if not epoch then
   epoch = ARGV[1]
   redis.call('HSET', KEYS[1], 'epoch', epoch, 'pos', 0)
+  redis.call('DEL', KEYS[2])
 end`
 
 // appendEvents appends events to one user's log and publishes each.
@@ -114,9 +121,10 @@ return out`)
 
 // readEvents reads one user's log after a position.
 // KEYS: log, events. ARGV: new epoch (used when the log does not exist), the token's epoch ("":
-// only the head is wanted), the token's position, the page size.
+// only the head is wanted), the token's position, the page size, the log's TTL (ms).
 // Returns {epoch, head position, status, events...}; status is "ok", "too_long" or "future".
 var readEvents = redis.NewScript(openLog + `
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
 local pos = tonumber(redis.call('HGET', KEYS[1], 'pos'))
 local res = {epoch, string.format('%d', pos)}
 if ARGV[2] == '' then
@@ -282,7 +290,7 @@ func (c *Cache) readEventsCmd(ctx context.Context, s redis.Scripter, userID stri
 	if since != nil {
 		epoch, pos = since.Epoch, since.Position
 	}
-	return readEvents.Eval(ctx, s, []string{logKey, eventsKey}, newEpoch(), epoch, pos, limit)
+	return readEvents.Eval(ctx, s, []string{logKey, eventsKey}, newEpoch(), epoch, pos, limit, ms(c.opts.EventLogMaxAge))
 }
 
 func parseEventPage(cmd *redis.Cmd) (EventPage, error) {

@@ -172,3 +172,56 @@ func testFeed(t *testing.T, c *cache.Cache) {
 		t.Fatal("erin's event not delivered")
 	}
 }
+
+// Ensure a log created by a read (a device's first syncState) expires like one created by an
+// append, every read renews it, and a new log starts without events left from a lost one.
+func TestEventLogExpires(t *testing.T) {
+	eachTopology(t, func(t *testing.T, e *env) {
+		const age = time.Hour
+		c := cache.New(e.rdb, cache.Options{Prefix: "t:", EventLogMaxAge: age})
+		ctx := context.Background()
+		ttl := func(key string) time.Duration {
+			t.Helper()
+			d, err := e.rdb.PTTL(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+		head, err := c.EventHead(ctx, "bob")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := ttl("t:{u:bob}:log"); d <= age-time.Minute || d > age {
+			t.Fatalf("a log created by a read lives %v, want about %v", d, age)
+		}
+		if err := e.rdb.PExpire(ctx, "t:{u:bob}:log", time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ReadEvents(ctx, "bob", head, 10); err != nil {
+			t.Fatal(err)
+		}
+		if d := ttl("t:{u:bob}:log"); d <= age-time.Minute {
+			t.Fatalf("after a read the log lives %v, want about %v", d, age)
+		}
+		appendEvents(t, c, newMessage("bob", "si_alice_bob", 1, 0))
+		for _, k := range []string{"t:{u:bob}:log", "t:{u:bob}:events"} {
+			if d := ttl(k); d <= age-time.Minute || d > age {
+				t.Errorf("%s lives %v after an append, want about %v", k, d, age)
+			}
+		}
+
+		// The head is gone but the list is not (evicted first, say): the new epoch's log must
+		// not serve the old epoch's events.
+		if err := e.rdb.Del(ctx, "t:{u:bob}:log").Err(); err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := c.EventHead(ctx, "bob")
+		if err != nil || fresh.Epoch == head.Epoch || fresh.Position != 0 {
+			t.Fatalf("head after losing it: %v %v, want a new epoch at 0", fresh, err)
+		}
+		if n := e.rdb.Exists(ctx, "t:{u:bob}:events").Val(); n != 0 {
+			t.Errorf("the new log kept the lost log's events")
+		}
+	})
+}

@@ -44,10 +44,20 @@ return wait`)
 // holds a token again. The bucket lives in Redis under <prefix>{u:<userID>}:rate, so every
 // gateway instance draws from the same one; it expires once it would be full again.
 func (c *Cache) TakeToken(ctx context.Context, userID string, perSecond float64, burst int) (bool, time.Duration, error) {
+	return c.take(ctx, c.rateKey(userID), perSecond, burst)
+}
+
+// TakeAddressToken is TakeToken for the bucket of a client address, kept under
+// <prefix>{a:<address>}:rate (requests without a valid token).
+func (c *Cache) TakeAddressToken(ctx context.Context, address string, perSecond float64, burst int) (bool, time.Duration, error) {
+	return c.take(ctx, c.opts.Prefix+"{a:"+address+"}:rate", perSecond, burst)
+}
+
+func (c *Cache) take(ctx context.Context, key string, perSecond float64, burst int) (bool, time.Duration, error) {
 	if !(perSecond > 0) || burst < 1 {
 		return false, 0, im.Errorf(im.EINTERNAL, "a token bucket needs a positive rate and burst, got %v and %d", perSecond, burst)
 	}
-	wait, err := takeToken.Run(ctx, c.rdb, []string{c.rateKey(userID)}, perSecond, burst).Int64()
+	wait, err := takeToken.Run(ctx, c.rdb, []string{key}, perSecond, burst).Int64()
 	if err != nil {
 		return false, 0, cacheError("take a rate-limit token", err)
 	}

@@ -180,8 +180,11 @@ func (s *Store) setEmptySlots(ctx context.Context, docID string, msgs []*im.Mess
 		filter = append(filter, bson.E{Key: path + ".msg", Value: nil})
 		set = append(set, bson.E{Key: path, Value: im.Slot{Msg: msgs[i], DelList: []string{}}})
 	}
-	unlock := s.lockDocs(CollectionChunks, docID)
-	res, err := s.chunks.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
+	lctx, unlock, err := s.lockDocs(ctx, CollectionChunks, docID)
+	if err != nil {
+		return false, err
+	}
+	res, err := s.chunks.UpdateOne(lctx, filter, bson.D{{Key: "$set", Value: set}})
 	unlock()
 	if err != nil {
 		return false, storeError("write slots", err)

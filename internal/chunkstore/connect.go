@@ -35,6 +35,14 @@ type Options struct {
 	// OnCommand, when set, is told of each command as it is about to be sent (tests count
 	// commands, or hold one back).
 	OnCommand CommandStarted
+	// SoleWriter says that no other process writes to the database: the embedded default,
+	// whose FerretDB runs inside the gateway's process. Updates are then serialised within
+	// this process only. Otherwise, on FerretDB (detected at start), each update also takes a
+	// lease document, so that several processes can share one FerretDB (see leases); MongoDB
+	// needs neither.
+	SoleWriter bool
+	// LockLease is how long a lease on FerretDB is valid. Default DefaultLockLease.
+	LockLease time.Duration
 }
 
 // CommandStarted is told of a MongoDB command as it is about to be sent: its name ("find",
@@ -49,7 +57,7 @@ func Connect(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := Open(ctx, db)
+	s, err := open(ctx, db, opts)
 	if err != nil {
 		_ = db.Client().Disconnect(context.Background())
 		return nil, err

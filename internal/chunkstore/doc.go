@@ -19,6 +19,9 @@
 //	group_member   one document per group member: {group_id, user_id, role}; unique index on both.
 //	user_conversation one document per user and conversation on the user's list:
 //	               {user_id, conversation_id}; unique index on both.
+//	doc_lease      on a FerretDB several processes share, one document per document being
+//	               updated right now: {_id: "<collection>|<key>", owner, expires} (doc_lease.go),
+//	               and a marker per lease taken over from a process that died holding it.
 //
 // Only operations that both MongoDB 6+ and FerretDB 1.24 support are used: CRUD with $set,
 // $addToSet, $max, $inc, $setOnInsert, upserts, $in, sort and limit, unique indexes and

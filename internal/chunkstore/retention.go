@@ -68,7 +68,11 @@ func (s *Store) DeleteChunks(ctx context.Context, docIDs []string) (int64, error
 	if len(docIDs) == 0 {
 		return 0, nil
 	}
-	defer s.lockDocs(CollectionChunks, docIDs...)()
+	ctx, unlock, err := s.lockDocs(ctx, CollectionChunks, docIDs...)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
 	res, err := s.chunks.DeleteMany(ctx, bson.D{{Key: "doc_id", Value: bson.D{{Key: "$in", Value: docIDs}}}})
 	if err != nil {
 		return 0, storeError("delete chunks", err)
@@ -93,7 +97,11 @@ func (s *Store) DeleteChunkIfEmptyAbove(ctx context.Context, conversationID stri
 		// null also matches a missing field, so a damaged short chunk counts as empty there.
 		filter = append(filter, bson.E{Key: "msgs." + strconv.Itoa(slot) + ".msg", Value: nil})
 	}
-	defer s.lockDocs(CollectionChunks, docID)()
+	ctx, unlock, err := s.lockDocs(ctx, CollectionChunks, docID)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
 	res, err := s.chunks.DeleteOne(ctx, filter)
 	if err != nil {
 		return false, storeError("delete chunk", err)

@@ -47,8 +47,11 @@ func (s *Store) updateSeqDoc(ctx context.Context, conversationID, op string, v i
 	// An upsert that loses a race to create the document fails with a duplicate key; the
 	// document exists by then, so the next attempt updates it.
 	for attempt := 0; attempt < 3; attempt++ {
-		unlock := s.lockDocs(CollectionSeqs, conversationID)
-		err = s.seqs.FindOneAndUpdate(ctx,
+		lctx, unlock, lerr := s.lockDocs(ctx, CollectionSeqs, conversationID)
+		if lerr != nil {
+			return ConversationSeqs{}, lerr
+		}
+		err = s.seqs.FindOneAndUpdate(lctx,
 			bson.D{{Key: "conversation_id", Value: conversationID}},
 			bson.D{{Key: op, Value: bson.D{{Key: "reserved_seq", Value: v}}}},
 			options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After),
@@ -94,7 +97,11 @@ func (s *Store) raise(ctx context.Context, op string, values map[string]bson.D) 
 			SetUpdate(bson.D{{Key: "$max", Value: fields}}).
 			SetUpsert(true))
 	}
-	defer s.lockDocs(CollectionSeqs, convs...)()
+	ctx, unlock, err := s.lockDocs(ctx, CollectionSeqs, convs...)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	return bulkUpsert(ctx, s.seqs, op, models)
 }
 

@@ -24,8 +24,11 @@ func (s *Store) updateSlots(ctx context.Context, op, conversationID string, seqs
 	for _, g := range im.GroupSeqsByDocID(conversationID, seqs) {
 		extra, update := build(g.Seqs)
 		filter := append(bson.D{{Key: "doc_id", Value: g.DocID}}, extra...)
-		unlock := s.lockDocs(CollectionChunks, g.DocID)
-		res, err := s.chunks.UpdateOne(ctx, filter, update)
+		lctx, unlock, err := s.lockDocs(ctx, CollectionChunks, g.DocID)
+		if err != nil {
+			return modified, err
+		}
+		res, err := s.chunks.UpdateOne(lctx, filter, update)
 		unlock()
 		if err != nil {
 			return modified, storeError(op, err)

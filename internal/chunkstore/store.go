@@ -1,6 +1,7 @@
 package chunkstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,11 +34,21 @@ type Store struct {
 	userConversations *mongo.Collection
 	// ownsClient: the store connected itself, so Close disconnects.
 	ownsClient bool
+	// locks serialise this Store's updates of one document; leases, set on a FerretDB that
+	// other processes may write to, serialise them across processes (doc_lock.go).
+	locks  keyLocks
+	leases *leases
 }
 
 // Open returns a Store on the database and creates the indexes it relies on. Creating an index
-// that already exists is a no-op, so every gateway instance can call Open at start-up.
+// that already exists is a no-op, so every gateway instance can call Open at start-up. On
+// FerretDB the Store takes a lease for each update (Options.SoleWriter is false).
 func Open(ctx context.Context, db *mongo.Database) (*Store, error) {
+	return open(ctx, db, Options{})
+}
+
+// open is Open with the options that concern the Store itself: SoleWriter and LockLease.
+func open(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) {
 	s := &Store{
 		db:           db,
 		chunks:       db.Collection(CollectionChunks),
@@ -72,6 +83,15 @@ func Open(ctx context.Context, db *mongo.Database) (*Store, error) {
 	} {
 		if err := unique(ix.c, ix.keys...); err != nil {
 			return nil, storeError("create indexes", err)
+		}
+	}
+	if !opts.SoleWriter {
+		ferret, err := isFerretDB(ctx, db.Client())
+		if err != nil {
+			return nil, err
+		}
+		if ferret {
+			s.leases = newLeases(db, cmp.Or(opts.LockLease, DefaultLockLease))
 		}
 	}
 	return s, nil

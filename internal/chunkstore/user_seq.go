@@ -41,13 +41,17 @@ func (s *Store) raiseUser(ctx context.Context, op string, values map[UserSeqKey]
 	models := make([]mongo.WriteModel, 0, len(values))
 	keys := make([]string, 0, len(values))
 	for k, v := range values {
-		keys = append(keys, k.ConversationID+"\x00"+k.UserID)
+		keys = append(keys, k.ConversationID+"|"+k.UserID)
 		models = append(models, mongo.NewUpdateOneModel().
 			SetFilter(bson.D{{Key: "conversation_id", Value: k.ConversationID}, {Key: "user_id", Value: k.UserID}}).
 			SetUpdate(bson.D{{Key: "$max", Value: bson.D{{Key: field, Value: v}}}}).
 			SetUpsert(true))
 	}
-	defer s.lockDocs(CollectionUserSeqs, keys...)()
+	ctx, unlock, err := s.lockDocs(ctx, CollectionUserSeqs, keys...)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	return bulkUpsert(ctx, s.userSeqs, op, models)
 }
 

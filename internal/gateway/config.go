@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/graph"
+	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/retention"
@@ -30,12 +31,23 @@ const (
 	EnvOpenIM            = "MSGGATE_OPENIM"
 	EnvOpenIMRedisURL    = "MSGGATE_OPENIM_REDIS_URL"
 	EnvOpenIMSecret      = "MSGGATE_OPENIM_SECRET"
+	EnvJWKS              = "MSGGATE_JWKS"
+	EnvJWTIssuer         = "MSGGATE_JWT_ISSUER"
+	EnvJWTAudience       = "MSGGATE_JWT_AUDIENCE"
+	EnvJWTUserClaim      = "MSGGATE_JWT_USER_CLAIM"
+	EnvJWTAlgorithms     = "MSGGATE_JWT_ALGORITHMS"
 )
 
 // Defaults of Config that belong to no package below it.
 const (
 	DefaultAddr    = ":8080"
 	DefaultDataDir = "./data"
+	// DefaultIdleTimeout closes an HTTP keep-alive connection that has carried no request for
+	// this long.
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultReadTimeout bounds reading one HTTP request, body included (a request body holds
+	// at most -max-body-bytes). WebSocket connections are exempt once upgraded.
+	DefaultReadTimeout = time.Minute
 )
 
 // Config is everything a gateway needs to start. RegisterFlags fills it from flags and the
@@ -61,6 +73,15 @@ type Config struct {
 	RateBurst      int           // requests per user at once; default graph.DefaultRateBurst
 	RequestTimeout time.Duration // default graph.DefaultRequestTimeout
 
+	// Connection limits: zero takes the default, negative switches off.
+	IdleTimeout                     time.Duration // idle keep-alive HTTP connections; default DefaultIdleTimeout
+	ReadTimeout                     time.Duration // reading one HTTP request; default DefaultReadTimeout
+	AnonymousRateLimit              float64       // requests a second per address without a valid token; default graph.DefaultAnonymousRateLimit
+	AnonymousRateBurst              int           // default graph.DefaultAnonymousRateBurst
+	MaxConnectionsPerUser           int           // WebSocket connections per user and instance; default graph.DefaultMaxConnectionsPerUser
+	MaxPendingConnectionsPerAddress int           // WebSocket connections per address before connection_init; default graph.DefaultMaxPendingConnectionsPerAddress
+	ClientIPHeader                  string        // header a proxy in front gives the client address in; empty: the connection's
+
 	// Sync: the per-user event log and live subscriptions.
 	EventLogMaxLen int64         // events kept per user; default cache.DefaultEventLogMaxLen
 	EventLogMaxAge time.Duration // how long an event is kept; default cache.DefaultEventLogMaxAge
@@ -71,6 +92,9 @@ type Config struct {
 
 	// OpenIM mode serves an OpenIM v3.8 deployment read-only (off by default).
 	OpenIM OpenIMConfig
+
+	// Tokens of an identity provider, accepted besides msggate's own (off by default).
+	IdentityProvider IdentityProviderConfig
 
 	// For tests: watch MongoDB commands and Redis round trips (to count them, or to hold a
 	// command back), and tune the dataloaders.
@@ -99,11 +123,19 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.RateLimit, "rate-limit", graph.DefaultRateLimit, "requests a second each user may make, sustained; negative: no rate limit")
 	fs.IntVar(&c.RateBurst, "rate-burst", graph.DefaultRateBurst, "requests each user may make at once")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", graph.DefaultRequestTimeout, "longest time a request may take; negative: no limit")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "close HTTP keep-alive connections idle this long; negative: the read timeout bounds it")
+	fs.DurationVar(&c.ReadTimeout, "read-timeout", DefaultReadTimeout, "longest time to read one HTTP request, body included (not WebSockets); negative: no limit")
+	fs.Float64Var(&c.AnonymousRateLimit, "anonymous-rate-limit", graph.DefaultAnonymousRateLimit, "requests a second each client address may make without a valid token, sustained; negative: no limit")
+	fs.IntVar(&c.AnonymousRateBurst, "anonymous-rate-burst", graph.DefaultAnonymousRateBurst, "requests without a valid token each client address may make at once")
+	fs.IntVar(&c.MaxConnectionsPerUser, "ws-per-user", graph.DefaultMaxConnectionsPerUser, "WebSocket connections each user may hold on this instance; negative: no limit")
+	fs.IntVar(&c.MaxPendingConnectionsPerAddress, "ws-pending-per-address", graph.DefaultMaxPendingConnectionsPerAddress, "WebSocket connections each client address may hold before connection_init; negative: no limit")
+	fs.StringVar(&c.ClientIPHeader, "client-ip-header", "", "header in which the proxy in front gives the client's address (X-Forwarded-For, X-Real-IP); only behind such a proxy")
 	fs.Int64Var(&c.EventLogMaxLen, "event-log-len", cache.DefaultEventLogMaxLen, "events kept in each user's sync log; an older sync token answers tooLong")
 	fs.DurationVar(&c.EventLogMaxAge, "event-log-age", cache.DefaultEventLogMaxAge, "how long events stay in the sync log")
 	fs.DurationVar(&c.KeepAlive, "ws-keepalive", graph.DefaultKeepAlive, "WebSocket keepalive ping interval")
 	c.Retention.registerFlags(fs)
 	c.OpenIM.registerFlags(fs)
+	c.IdentityProvider.registerFlags(fs)
 }
 
 // RegisterSecretFlags registers what a client of a running gateway needs to mint tokens
@@ -212,7 +244,42 @@ func (c OpenIMConfig) check(cfg Config) error {
 	if cfg.Retention.Days > 0 {
 		return errors.New("OpenIM mode (-openim) takes no -retention-days: msggate deletes nothing in OpenIM's database, OpenIM's own retention applies")
 	}
+	if cfg.IdentityProvider.JWKS != "" {
+		return errors.New("OpenIM mode (-openim) takes no -jwks: its clients present OpenIM's tokens")
+	}
 	return nil
+}
+
+// IdentityProviderConfig is the identity-provider part of Config. With JWKS set, the gateway
+// accepts, besides msggate's own HS256 tokens, the tokens an identity provider signs (RS256 or
+// ES256 by default), checked against the keys it publishes (auth.IdentityProvider).
+type IdentityProviderConfig struct {
+	JWKS       string // MSGGATE_JWKS: the provider's key set, an https:// URL or a file; empty: off
+	Issuer     string // MSGGATE_JWT_ISSUER: the iss tokens must carry; empty: not checked
+	Audience   string // MSGGATE_JWT_AUDIENCE: an aud tokens must carry; empty: not checked
+	UserClaim  string // MSGGATE_JWT_USER_CLAIM, default auth.DefaultUserClaim: the claim naming the user
+	Algorithms string // MSGGATE_JWT_ALGORITHMS, default auth.DefaultAlgorithms, comma-separated
+}
+
+// registerFlags registers -jwks, -jwt-issuer, -jwt-audience, -jwt-user-claim and
+// -jwt-algorithms, with defaults from the environment.
+func (c *IdentityProviderConfig) registerFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.JWKS, "jwks", env(EnvJWKS, ""), "an identity provider's key set (JWKS), an https:// URL or a file: its tokens are accepted besides msggate's own ("+EnvJWKS+")")
+	fs.StringVar(&c.Issuer, "jwt-issuer", env(EnvJWTIssuer, ""), "the issuer (iss) the identity provider's tokens must name ("+EnvJWTIssuer+")")
+	fs.StringVar(&c.Audience, "jwt-audience", env(EnvJWTAudience, ""), "an audience (aud) the identity provider's tokens must name ("+EnvJWTAudience+")")
+	fs.StringVar(&c.UserClaim, "jwt-user-claim", env(EnvJWTUserClaim, auth.DefaultUserClaim), "the claim of the identity provider's tokens that names the user ("+EnvJWTUserClaim+")")
+	fs.StringVar(&c.Algorithms, "jwt-algorithms", env(EnvJWTAlgorithms, strings.Join(auth.DefaultAlgorithms, ",")), "the identity provider's signature algorithms accepted, comma-separated ("+EnvJWTAlgorithms+")")
+}
+
+// options are the auth package's options for this configuration.
+func (c IdentityProviderConfig) options() auth.IdentityProviderOptions {
+	var algs []string
+	for a := range strings.SplitSeq(c.Algorithms, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			algs = append(algs, a)
+		}
+	}
+	return auth.IdentityProviderOptions{JWKS: c.JWKS, Issuer: c.Issuer, Audience: c.Audience, UserClaim: c.UserClaim, Algorithms: algs}
 }
 
 // env returns the environment variable k, or def when it is not set.

@@ -3,11 +3,13 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 
+	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/embedded"
@@ -32,6 +34,10 @@ type Gateway struct {
 	OpenIM  *openim.Store
 	Logger  *slog.Logger
 	Metrics *ops.Metrics // this gateway's own Prometheus registry, served on /metrics
+	// IdentityProvider checks the tokens of the identity provider Config.IdentityProvider
+	// names, accepted besides msggate's own; nil when none is configured.
+	IdentityProvider *auth.IdentityProvider
+
 	closers []func() error
 	server  *http.Server
 }
@@ -99,7 +105,10 @@ func (g *Gateway) openStore(ctx context.Context) (err error) {
 		return err
 	}
 	mongoURI := cfg.MongoURI
-	if mongoURI == "" {
+	// The embedded FerretDB lives in this process, so no other process writes to it and
+	// serialising this process's own updates is enough (chunkstore.Options.SoleWriter).
+	embeddedStore := mongoURI == ""
+	if embeddedStore {
 		uri, stop, err := embedded.StartFerretDB(ctx, cfg.DataDir, quiet(cfg.LogOutput))
 		if err != nil {
 			return err
@@ -112,10 +121,21 @@ func (g *Gateway) openStore(ctx context.Context) (err error) {
 		Database:       cfg.MongoDatabase,
 		ObserveCommand: g.Metrics.ObserveMongoCommand,
 		OnCommand:      cfg.OnMongoCommand,
+		SoleWriter:     embeddedStore,
 	}); err != nil {
 		return err
 	}
 	g.closers = append(g.closers, func() error { return g.Store.Close(context.Background()) })
+	if cfg.IdentityProvider.JWKS != "" {
+		if g.IdentityProvider, err = auth.NewIdentityProvider(ctx, cfg.IdentityProvider.options()); err != nil {
+			return fmt.Errorf("identity provider (-jwks): %w", err)
+		}
+		g.Logger.Info("accepting the identity provider's tokens besides msggate's own", "jwks", cfg.IdentityProvider.JWKS,
+			"issuer", cfg.IdentityProvider.Issuer, "audience", cfg.IdentityProvider.Audience, "user_claim", cfg.IdentityProvider.UserClaim)
+	}
+	if g.Store.SharedFerretDB() {
+		g.Logger.Info("the store is FerretDB: every update takes a lease document, so that several gateways can share it safely")
+	}
 	return nil
 }
 

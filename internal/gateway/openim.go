@@ -80,7 +80,16 @@ func (g *Gateway) readPath() readPath {
 			Hub:      g.Hub,
 			Logger:   g.Logger,
 		},
-		authenticator: auth.HS256(g.Secret),
+		authenticator: g.authenticator(),
 		checks:        []ops.Check{{Name: "mongodb", Ping: g.Store.Ping}, own},
 	}
+}
+
+// authenticator checks msggate's own tokens and, when one is configured, the identity
+// provider's.
+func (g *Gateway) authenticator() auth.Authenticator {
+	if g.IdentityProvider == nil {
+		return auth.HS256(g.Secret)
+	}
+	return auth.WithIdentityProvider(auth.HS256(g.Secret), g.IdentityProvider)
 }

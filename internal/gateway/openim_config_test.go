@@ -85,6 +85,11 @@ func TestOpenIMStartUpErrors(t *testing.T) {
 	if err := open(retained); err == nil || !strings.Contains(err.Error(), "-retention-days") {
 		t.Errorf("with retention: %v", err)
 	}
+	withIdP := cfg
+	withIdP.IdentityProvider.JWKS = "https://id.example.com/jwks.json"
+	if err := open(withIdP); err == nil || !strings.Contains(err.Error(), "-jwks") {
+		t.Errorf("with an identity provider: %v", err)
+	}
 	err = open(cfg)
 	if !errors.Is(err, openim.ErrNotOpenIM) || !strings.Contains(err.Error(), "msg and seq") || !strings.Contains(err.Error(), empty.Database()) {
 		t.Errorf("an empty database: %v, want ErrNotOpenIM naming the database and msg and seq", err)

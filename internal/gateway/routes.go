@@ -39,6 +39,12 @@ func (g *Gateway) Handler() http.Handler {
 		RequestTimeout:   g.Config.RequestTimeout,
 		KeepAlive:        g.Config.KeepAlive,
 		PersistedQueries: g.Cache.PersistedQueries(cache.DefaultPersistedQueryTTL),
+
+		AnonymousRateLimit:              g.Config.AnonymousRateLimit,
+		AnonymousRateBurst:              g.Config.AnonymousRateBurst,
+		MaxConnectionsPerUser:           g.Config.MaxConnectionsPerUser,
+		MaxPendingConnectionsPerAddress: g.Config.MaxPendingConnectionsPerAddress,
+		ClientIPHeader:                  g.Config.ClientIPHeader,
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/query", graph.NewHandler(read.resolver, opts))

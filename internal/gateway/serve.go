@@ -27,6 +27,8 @@ func (g *Gateway) Serve(ctx context.Context, ready func(addr string)) error {
 	g.server = &http.Server{
 		Handler:           g.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       serverTimeout(g.Config.ReadTimeout, DefaultReadTimeout),
+		IdleTimeout:       serverTimeout(g.Config.IdleTimeout, DefaultIdleTimeout),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 		ErrorLog:          slog.NewLogLogger(g.Logger.Handler(), slog.LevelWarn),
 	}
@@ -63,4 +65,16 @@ func (g *Gateway) Serve(ctx context.Context, ready func(addr string)) error {
 	}
 	g.Logger.Info("shut down: every request answered")
 	return nil
+}
+
+// serverTimeout is a Config timeout as http.Server takes it: zero is the default, negative
+// is none.
+func serverTimeout(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
 }

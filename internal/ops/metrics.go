@@ -35,6 +35,7 @@ type Metrics struct {
 	redisFailures   *prometheus.CounterVec
 
 	droppedSubscribers *prometheus.CounterVec
+	limitRefusals      *prometheus.CounterVec
 
 	operations operationNames
 }
@@ -92,6 +93,10 @@ func NewMetrics() *Metrics {
 			Name: "msggate_sync_subscribers_dropped_total",
 			Help: "syncEvents subscriptions the gateway ended, by reason (slow_consumer, shutdown).",
 		}, []string{"reason"}),
+		limitRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msggate_limit_refusals_total",
+			Help: "Requests and connections refused by a limit that guards the gateway, by limit: bodySize, rate, anonymousRate (HTTP 413 or 429), pendingConnections (HTTP 429), userConnections (WebSocket close 4429).",
+		}, []string{"limit"}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -100,7 +105,7 @@ func NewMetrics() *Metrics {
 		m.batchSize, m.cacheHits, m.cacheMisses,
 		m.mongoDuration, m.mongoFailures,
 		m.redisDuration, m.redisFailures,
-		m.droppedSubscribers,
+		m.droppedSubscribers, m.limitRefusals,
 	)
 	return m
 }
@@ -182,6 +187,12 @@ func (m *Metrics) WatchSubscribers(count func() int) {
 		Name: "msggate_sync_subscribers",
 		Help: "Open syncEvents subscriptions on this instance.",
 	}, func() float64 { return float64(count()) }))
+}
+
+// LimitRefused counts a refusal by one of the limits that guard the gateway
+// (graph.OperationMetrics).
+func (m *Metrics) LimitRefused(limit string) {
+	m.limitRefusals.WithLabelValues(limit).Inc()
 }
 
 // CountDroppedSubscriber counts a subscription the gateway ended (slow consumer, shutdown).
