@@ -49,6 +49,12 @@ func Redis(t testing.TB) *RedisServer {
 	return s
 }
 
+// StartRedisServer starts a redis-server outside a test (the bench and load commands), keeping
+// its files in dir, on a free loopback port. The caller stops it with Stop.
+func StartRedisServer(dir string) (*RedisServer, error) {
+	return startRedisServer(dir, false)
+}
+
 // startRedisServer starts a redis-server keeping its files in dir, on a free loopback port
 // (and, in cluster mode, a free cluster bus port). The caller stops it.
 func startRedisServer(dir string, cluster bool) (*RedisServer, error) {
@@ -108,16 +114,23 @@ func (s *RedisServer) Stop() {
 // call it from the test goroutine.
 func (s *RedisServer) Start() {
 	s.t.Helper()
+	if err := s.Restart(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// Restart starts a stopped server on the same port, like Start, for callers outside a test.
+func (s *RedisServer) Restart() error {
 	var err error
 	// The port was just released by Stop; retry briefly in case the kernel or
 	// another process has not let go of it yet.
 	for range 20 {
 		if err = s.start(); err == nil {
-			return
+			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	s.t.Fatalf("testenv: restart redis-server on port %d: %v", s.port, err)
+	return fmt.Errorf("testenv: restart redis-server on port %d: %w", s.port, err)
 }
 
 func (s *RedisServer) start() error {
