@@ -6,6 +6,7 @@
 //	msggate [serve] [flags]     run the gateway (the default)
 //	msggate token -user U       print a bearer token for user U
 //	msggate group|seed|import|retention|sync-client ...   see README.md
+//	msggate bench [flags]       measure the read path against baseline handlers
 package main
 
 import (
@@ -52,6 +53,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cli.Retention(ctx, args, stdout, stderr)
 	case "sync-client":
 		return cli.SyncClient(ctx, args, stdout, stderr)
+	case "bench":
+		return cli.Bench(ctx, args, stdout, stderr)
 	}
-	return fmt.Errorf("unknown command %q (commands: serve, token, group, seed, import, retention, sync-client)", cmd)
+	return fmt.Errorf("unknown command %q (commands: serve, token, group, seed, import, retention, sync-client, bench)", cmd)
 }

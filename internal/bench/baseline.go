@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// The baselines do the least a gateway must for each page: one Redis round trip for the same
+// records, decode them into Go values, encode the same fields as GraphQL-shaped JSON. Their
+// records are written from the gateway's own answers, so both answer the same JSON (run checks
+// that they do before measuring).
+
+// baselineMessage is one message with the fields the bench's queries ask for.
+type baselineMessage struct {
+	ConversationID string  `json:"conversationID"`
+	Seq            int64   `json:"seq"`
+	Status         string  `json:"status"`
+	ClientMsgID    *string `json:"clientMsgID"`
+	ServerMsgID    *string `json:"serverMsgID"`
+	SendID         *string `json:"sendID"`
+	RecvID         *string `json:"recvID"`
+	SessionType    *int    `json:"sessionType"`
+	ContentType    *int    `json:"contentType"`
+	Content        *string `json:"content"`
+	SendTime       *int64  `json:"sendTime"`
+	IsRead         bool    `json:"isRead"`
+}
+
+// baselineConversation is one node of the conversation list page.
+type baselineConversation struct {
+	ID          string `json:"id"`
+	UnreadCount int64  `json:"unreadCount"`
+	LastMessage *struct {
+		Seq      int64   `json:"seq"`
+		SendID   *string `json:"sendID"`
+		Content  *string `json:"content"`
+		SendTime *int64  `json:"sendTime"`
+	} `json:"lastMessage"`
+}
+
+// The keys the baselines read.
+const (
+	baselineHistoryKey = "bench:baseline:history"
+	baselineConvPrefix = "bench:baseline:conversation:"
+	baselineMsgPrefix  = "bench:baseline:message:"
+)
+
+// historyBaseline answers the history page: GET of one key holding the page's messages.
+func historyBaseline(rdb *respPool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		vals, err := rdb.do("GET", baselineHistoryKey)
+		if err != nil || len(vals) != 1 || vals[0] == nil {
+			http.Error(w, fmt.Sprint("baseline: ", err), http.StatusServiceUnavailable)
+			return
+		}
+		var msgs []baselineMessage
+		if err := json.Unmarshal(vals[0], &msgs); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		var out struct {
+			Data struct {
+				Conversation struct {
+					History struct {
+						Messages []baselineMessage `json:"messages"`
+					} `json:"history"`
+				} `json:"conversation"`
+			} `json:"data"`
+		}
+		out.Data.Conversation.History.Messages = msgs
+		writeJSON(w, out)
+	})
+}
+
+// messagesBaseline answers messages by seq: one MGET of a key per message.
+func messagesBaseline(rdb *respPool, keys []string) http.Handler {
+	args := append([]string{"MGET"}, keys...)
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		vals, err := rdb.do(args...)
+		if err != nil || len(vals) != len(keys) {
+			http.Error(w, fmt.Sprint("baseline: ", err), http.StatusServiceUnavailable)
+			return
+		}
+		var out struct {
+			Data struct {
+				Messages []baselineMessage `json:"messages"`
+			} `json:"data"`
+		}
+		out.Data.Messages = make([]baselineMessage, len(vals))
+		for i, v := range vals {
+			if err := json.Unmarshal(v, &out.Data.Messages[i]); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		writeJSON(w, out)
+	})
+}
+
+// conversationsBaseline answers the conversation list: one MGET of a key per conversation.
+func conversationsBaseline(rdb *respPool, keys []string) http.Handler {
+	args := append([]string{"MGET"}, keys...)
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		vals, err := rdb.do(args...)
+		if err != nil || len(vals) != len(keys) {
+			http.Error(w, fmt.Sprint("baseline: ", err), http.StatusServiceUnavailable)
+			return
+		}
+		var out struct {
+			Data struct {
+				Viewer struct {
+					Conversations struct {
+						Nodes []baselineConversation `json:"nodes"`
+					} `json:"conversations"`
+				} `json:"viewer"`
+			} `json:"data"`
+		}
+		nodes := make([]baselineConversation, len(vals))
+		for i, v := range vals {
+			if err := json.Unmarshal(v, &nodes[i]); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		out.Data.Viewer.Conversations.Nodes = nodes
+		writeJSON(w, out)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,333 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"reflect"
+	"runtime"
+	"text/tabwriter"
+	"time"
+
+	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/gateway"
+	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/testenv"
+)
+
+// Options configures a bench run. The zero value is usable: every zero field takes its default.
+type Options struct {
+	// Duration is how long each handler is driven in each round. Default 5s.
+	Duration time.Duration
+	// Rounds is how often each pair (gateway, baseline) is driven, alternately. Default 2.
+	Rounds int
+	// Concurrency is how many clients send at once, each waiting for its answer. Default 32.
+	Concurrency int
+	// ColdRequests is how many cold history pages are timed, one at a time. Default 50.
+	ColdRequests int
+	// Dir holds the run's store and redis-server files; default a new temporary directory,
+	// removed at the end.
+	Dir string
+	// Gateway, when set, changes the gateway's configuration before it opens.
+	Gateway func(*gateway.Config)
+	// Out receives progress and the report. Default os.Stdout.
+	Out io.Writer
+}
+
+func (o Options) withDefaults() Options {
+	if o.Duration <= 0 {
+		o.Duration = 5 * time.Second
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 2
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 32
+	}
+	if o.ColdRequests <= 0 {
+		o.ColdRequests = 50
+	}
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	return o
+}
+
+// Row is one measured handler of a scenario.
+type Row struct {
+	Scenario, Handler string
+	PerSecond         float64
+	P50, P99          time.Duration
+	Requests, Errors  int
+	// AllocsPerRequest is measured apart, one request at a time through the handler.
+	AllocsPerRequest float64
+}
+
+// Report is what a run measured: for each scenario its gateway and baseline rows, and the
+// ratio of their requests per second (above 1: the gateway is faster).
+type Report struct {
+	Rows   []Row
+	Ratios map[string]float64
+}
+
+// scenario is one page measured against its baseline (nil baseline: the cold reference).
+type scenario struct {
+	name     string
+	gateway  target
+	baseline target
+	handler  http.Handler // the gateway's, for allocation counts
+	base     http.Handler
+}
+
+// Run starts a redis-server, the gateway on the embedded store, fills them, checks that the
+// gateway and the baselines answer the same JSON, then drives each scenario and prints the
+// report.
+func Run(ctx context.Context, o Options) (Report, error) {
+	o = o.withDefaults()
+	dir := o.Dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "msggate-bench-")
+		if err != nil {
+			return Report{}, err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	fmt.Fprintf(o.Out, "starting redis-server and the embedded store under %s...\n", dir)
+	redisServer, err := testenv.StartRedisServer(dir)
+	if err != nil {
+		return Report{}, err
+	}
+	defer redisServer.Stop()
+	cfg := gateway.Config{
+		DataDir:    dir,
+		RedisURL:   redisServer.URL(),
+		RateLimit:  -1, // the bench measures the read path, not the limiter's round trip
+		LogOutput:  io.Discard,
+		Playground: false,
+	}
+	if o.Gateway != nil {
+		o.Gateway(&cfg)
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	g, err := gateway.Open(ctx, cfg, logger)
+	if err != nil {
+		return Report{}, err
+	}
+	defer g.Close()
+	fmt.Fprintf(o.Out, "storing a conversation of %d messages and %d of 3...\n", longLength, peers-1)
+	if err := fill(ctx, g); err != nil {
+		return Report{}, fmt.Errorf("filling the store: %w", err)
+	}
+
+	rdb := newRESPPool(redisServer.Addr(), o.Concurrency*2)
+	defer rdb.close()
+	handler := g.Handler()
+	gwBase, stopGateway, err := serve(handler)
+	if err != nil {
+		return Report{}, err
+	}
+	defer stopGateway()
+	gwURL := gwBase + "/query"
+	token, err := auth.Issue(g.Secret, viewer, false, 24*time.Hour, time.Now())
+	if err != nil {
+		return Report{}, err
+	}
+	client := newClient(o.Concurrency)
+	defer client.CloseIdleConnections()
+
+	conv := longConversation()
+	gwHistory := target{url: gwURL, token: token, body: graphQLBody(historyQuery, map[string]any{"c": conv})}
+	gwMessages := target{url: gwURL, token: token, body: graphQLBody(messagesQuery, map[string]any{"c": conv, "s": spreadSeqs()})}
+	gwList := target{url: gwURL, token: token, body: graphQLBody(listQuery, nil)}
+	answers := make([][]byte, 3)
+	for i, t := range []target{gwHistory, gwMessages, gwList} {
+		if answers[i], err = fetch(ctx, client, t); err != nil {
+			return Report{}, err
+		}
+		if bytes.Contains(answers[i], []byte(`"errors"`)) {
+			return Report{}, fmt.Errorf("the gateway answered errors: %s", answers[i])
+		}
+	}
+	msgKeys, convKeys, err := writeBaselines(rdb, answers[0], answers[1], answers[2])
+	if err != nil {
+		return Report{}, fmt.Errorf("storing the baselines' records: %w", err)
+	}
+	baselines := []http.Handler{historyBaseline(rdb), messagesBaseline(rdb, msgKeys), conversationsBaseline(rdb, convKeys)}
+	mux := http.NewServeMux()
+	paths := []string{"/history", "/messages", "/conversations"}
+	for i, p := range paths {
+		mux.Handle(p, baselines[i])
+	}
+	baseURL, stopBaseline, err := serve(mux)
+	if err != nil {
+		return Report{}, err
+	}
+	defer stopBaseline()
+	scenarios := []scenario{
+		{name: "history page (100 messages, warm)", gateway: gwHistory, handler: handler},
+		{name: "messages by seq (100 over 10 chunks)", gateway: gwMessages, handler: handler},
+		{name: "conversation list (20, lastMessage, unread)", gateway: gwList, handler: handler},
+	}
+	for i := range scenarios {
+		scenarios[i].baseline = target{url: baseURL + paths[i], body: []byte("{}")}
+		scenarios[i].base = baselines[i]
+		// Both must answer the same JSON, or the ratio compares different work.
+		got, err := fetch(ctx, client, scenarios[i].baseline)
+		if err != nil {
+			return Report{}, err
+		}
+		if err := sameJSON(answers[i], got); err != nil {
+			return Report{}, fmt.Errorf("%s: the baseline's answer differs from the gateway's: %w", scenarios[i].name, err)
+		}
+	}
+
+	report := Report{Ratios: map[string]float64{}}
+	for _, s := range scenarios {
+		fmt.Fprintf(o.Out, "measuring %s: %d rounds of %s per handler, %d clients...\n", s.name, o.Rounds, o.Duration, o.Concurrency)
+		// A short warm-up of each, so that neither pays for connections or first reads.
+		drive(ctx, client, s.gateway, o.Concurrency, o.Duration/5)
+		drive(ctx, client, s.baseline, o.Concurrency, o.Duration/5)
+		var gw, base result
+		for range o.Rounds {
+			gw = gw.merge(drive(ctx, client, s.gateway, o.Concurrency, o.Duration))
+			base = base.merge(drive(ctx, client, s.baseline, o.Concurrency, o.Duration))
+		}
+		if ctx.Err() != nil {
+			return Report{}, ctx.Err()
+		}
+		gwAllocs, err := allocsPerRequest(s.handler, s.gateway, 200)
+		if err != nil {
+			return Report{}, err
+		}
+		baseAllocs, err := allocsPerRequest(s.base, s.baseline, 200)
+		if err != nil {
+			return Report{}, err
+		}
+		report.Rows = append(report.Rows, rowOf(s.name, "gateway", gw, gwAllocs), rowOf(s.name, "baseline", base, baseAllocs))
+		if base.perSecond() > 0 {
+			report.Ratios[s.name] = gw.perSecond() / base.perSecond()
+		}
+	}
+
+	fmt.Fprintf(o.Out, "measuring the cold history page: %d requests one at a time, chunks invalidated before each...\n", o.ColdRequests)
+	cold, err := coldPages(ctx, client, g, gwHistory, o.ColdRequests)
+	if err != nil {
+		return Report{}, err
+	}
+	report.Rows = append(report.Rows, rowOf("history page (100 messages, cold: FerretDB)", "gateway", cold, 0))
+	printReport(o.Out, report, scenarios)
+	return report, nil
+}
+
+// coldPages times n history pages, each after the page's chunks were invalidated as a write
+// invalidates them, so that each is read from the store.
+func coldPages(ctx context.Context, client *http.Client, g *gateway.Gateway, t target, n int) (result, error) {
+	var docIDs []string
+	for s := int64(longLength - 99); s <= longLength; s += im.ChunkSize {
+		docIDs = append(docIDs, im.DocID(longConversation(), s))
+	}
+	docIDs = append(docIDs, im.DocID(longConversation(), longLength))
+	var r result
+	for range n {
+		if err := g.Cache.InvalidateChunks(ctx, docIDs); err != nil {
+			return result{}, err
+		}
+		began := time.Now()
+		if err := roundTrip(ctx, client, t); err != nil {
+			return result{}, err
+		}
+		d := time.Since(began)
+		r.elapsed += d
+		r.requests++
+		r.latencies = append(r.latencies, d)
+	}
+	return r.merge(result{}), nil
+}
+
+func rowOf(scenario, handler string, r result, allocs float64) Row {
+	return Row{Scenario: scenario, Handler: handler, PerSecond: r.perSecond(), P50: r.percentile(0.50), P99: r.percentile(0.99),
+		Requests: r.requests, Errors: r.errors, AllocsPerRequest: allocs}
+}
+
+func printReport(w io.Writer, r Report, scenarios []scenario) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\thandler\treq/s\tp50\tp99\trequests\terrors\tallocs/req\t")
+	for _, row := range r.Rows {
+		allocs := "-"
+		if row.AllocsPerRequest > 0 {
+			allocs = fmt.Sprintf("%.0f", row.AllocsPerRequest)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%d\t%d\t%s\t\n", row.Scenario, row.Handler, row.PerSecond,
+			row.P50.Round(10*time.Microsecond), row.P99.Round(10*time.Microsecond), row.Requests, row.Errors, allocs)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\ngateway / baseline, requests per second in the same run (above 1.00: the gateway is faster):")
+	for _, s := range scenarios {
+		fmt.Fprintf(w, "  %-45s %.2fx\n", s.name, r.Ratios[s.name])
+	}
+}
+
+// allocsPerRequest is the average number of heap allocations of one request through h, one
+// at a time and without the network (the process's other goroutines count too).
+func allocsPerRequest(h http.Handler, t target, n int) (float64, error) {
+	do := func() error {
+		req := httptest.NewRequest(http.MethodPost, "/query", bytes.NewReader(t.body))
+		req.Header.Set("Content-Type", "application/json")
+		if t.token != "" {
+			req.Header.Set("Authorization", "Bearer "+t.token)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			return fmt.Errorf("allocation count: status %d: %s", rec.Code, rec.Body)
+		}
+		return nil
+	}
+	if err := do(); err != nil {
+		return 0, err
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		if err := do(); err != nil {
+			return 0, err
+		}
+	}
+	runtime.ReadMemStats(&after)
+	return float64(after.Mallocs-before.Mallocs) / float64(n), nil
+}
+
+// serve serves h on a free loopback port.
+func serve(h http.Handler) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// sameJSON reports whether two JSON documents hold the same values.
+func sameJSON(a, b []byte) error {
+	var va, vb any
+	if err := json.Unmarshal(a, &va); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &vb); err != nil {
+		return err
+	}
+	if !reflect.DeepEqual(va, vb) {
+		return errors.New("the values differ")
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/msggate/msggate/internal/gateway"
+	"github.com/msggate/msggate/internal/im"
+)
+
+// The bench's data: a viewer with 20 single chats, one of 1,000 messages (the history page and
+// messages by seq, over ten chunks) and 19 of three (the conversation list page). Single chats,
+// so that reading one needs no membership lookup: the bench measures the message read path.
+const (
+	viewer     = "bench"
+	peers      = 20
+	longLength = 1000
+	// pageFields are the twelve fields the history page and messages by seq ask for.
+	pageFields = "conversationID seq status clientMsgID serverMsgID sendID recvID sessionType contentType content sendTime isRead"
+)
+
+var (
+	historyQuery  = `query($c: ID!) { conversation(id: $c) { history(limit: 100) { messages { ` + pageFields + ` } } } }`
+	messagesQuery = `query($c: ID!, $s: [Int64!]!) { messages(conversationID: $c, seqs: $s) { ` + pageFields + ` } }`
+	listQuery     = `{ viewer { conversations(first: 20) { nodes { id unreadCount lastMessage { seq sendID content sendTime } } } } }`
+)
+
+func peer(i int) string { return fmt.Sprintf("p%02d", i) }
+
+// longConversation is the conversation of 1,000 messages.
+func longConversation() string {
+	id, _ := im.SingleConversationID(viewer, peer(0))
+	return id
+}
+
+// spreadSeqs are 100 seqs of the long conversation, ten in each of its ten chunks.
+func spreadSeqs() []int64 {
+	var seqs []int64
+	for s := int64(1); s <= longLength; s += 10 {
+		seqs = append(seqs, s)
+	}
+	return seqs
+}
+
+// fill stores the bench's data through the write path.
+func fill(ctx context.Context, g *gateway.Gateway) error {
+	// Text of a typical chat message's length, so that a page weighs what a real one does.
+	text := strings.Repeat("the quick brown fox jumps over the lazy dog ", 3)
+	base := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC).UnixMilli()
+	var msgs []*im.Message
+	add := func(from, to string, i int) {
+		msgs = append(msgs, &im.Message{SendID: from, RecvID: to, ClientMsgID: fmt.Sprintf("bench-%s-%s-%d", from, to, i),
+			ContentType: 101, Content: fmt.Sprintf("%s#%d", text, i), SendTime: base + int64(len(msgs))*1000})
+	}
+	for i := range longLength {
+		if i%2 == 0 {
+			add(peer(0), viewer, i)
+		} else {
+			add(viewer, peer(0), i)
+		}
+	}
+	for p := 1; p < peers; p++ {
+		for i := range 3 {
+			add(peer(p), viewer, i)
+		}
+	}
+	for len(msgs) > 0 {
+		n := min(len(msgs), 500)
+		if _, err := g.Ingest.Ingest(ctx, msgs[:n]); err != nil {
+			return err
+		}
+		msgs = msgs[n:]
+	}
+	return nil
+}
+
+// graphQLBody is the JSON body of a GraphQL request.
+func graphQLBody(query string, vars map[string]any) []byte {
+	b, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	return b
+}
+
+// writeBaselines stores the baselines' records, taken from the gateway's own answers.
+func writeBaselines(rdb *respPool, history, messages, list []byte) (msgKeys, convKeys []string, err error) {
+	var h struct {
+		Data struct {
+			Conversation struct {
+				History struct{ Messages json.RawMessage }
+			}
+		}
+	}
+	if err := json.Unmarshal(history, &h); err != nil {
+		return nil, nil, err
+	}
+	if _, err := rdb.do("SET", baselineHistoryKey, string(h.Data.Conversation.History.Messages)); err != nil {
+		return nil, nil, err
+	}
+	var m struct {
+		Data struct{ Messages []json.RawMessage }
+	}
+	if err := json.Unmarshal(messages, &m); err != nil {
+		return nil, nil, err
+	}
+	set := []string{"MSET"}
+	for i, raw := range m.Data.Messages {
+		key := fmt.Sprintf("%s%d", baselineMsgPrefix, i)
+		msgKeys = append(msgKeys, key)
+		set = append(set, key, string(raw))
+	}
+	var l struct {
+		Data struct {
+			Viewer struct {
+				Conversations struct{ Nodes []json.RawMessage }
+			}
+		}
+	}
+	if err := json.Unmarshal(list, &l); err != nil {
+		return nil, nil, err
+	}
+	for i, raw := range l.Data.Viewer.Conversations.Nodes {
+		key := fmt.Sprintf("%s%d", baselineConvPrefix, i)
+		convKeys = append(convKeys, key)
+		set = append(set, key, string(raw))
+	}
+	if len(msgKeys) != 100 || len(convKeys) != 20 {
+		return nil, nil, fmt.Errorf("the gateway answered %d messages and %d conversations, want 100 and 20", len(msgKeys), len(convKeys))
+	}
+	_, err = rdb.do(set...)
+	return msgKeys, convKeys, err
+}
