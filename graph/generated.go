@@ -6308,7 +6308,7 @@ func (ec *executionContext) marshalNHistory2ᚖgithubᚗcomᚋmsggateᚋmsggate�
 		graphql.AddInvalidNullError(ctx, "History!")
 		return graphql.Null
 	}
-	return ec._History(ctx, sel, v)
+	return graphql.WrapContextMarshaler(ctx, v)
 }
 
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
@@ -6403,7 +6403,7 @@ func (ec *executionContext) marshalNMessage2ᚖgithubᚗcomᚋmsggateᚋmsggate�
 		graphql.AddInvalidNullError(ctx, "Message!")
 		return graphql.Null
 	}
-	return ec._Message(ctx, sel, v)
+	return graphql.WrapContextMarshaler(ctx, v)
 }
 
 func (ec *executionContext) unmarshalNMessageStatus2githubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐMessageStatus(ctx context.Context, v any) (model.MessageStatus, error) {
@@ -6811,7 +6811,7 @@ func (ec *executionContext) marshalOMessage2ᚖgithubᚗcomᚋmsggateᚋmsggate�
 	if v == nil {
 		return graphql.Null
 	}
-	return ec._Message(ctx, sel, v)
+	return graphql.WrapContextMarshaler(ctx, v)
 }
 
 func (ec *executionContext) unmarshalOMessageOptionsInput2ᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐMessageOptionsInput(ctx context.Context, v any) (*model.MessageOptionsInput, error) {

@@ -29,31 +29,6 @@ type GroupMemberInput struct {
 	Role   *GroupRole `json:"role,omitempty"`
 }
 
-type History struct {
-	Messages      []*Message `json:"messages"`
-	HasMoreBefore bool       `json:"hasMoreBefore"`
-	HasMoreAfter  bool       `json:"hasMoreAfter"`
-}
-
-type Message struct {
-	ConversationID string        `json:"conversationID"`
-	Seq            int64         `json:"seq"`
-	Status         MessageStatus `json:"status"`
-	ClientMsgID    *string       `json:"clientMsgID,omitempty"`
-	ServerMsgID    *string       `json:"serverMsgID,omitempty"`
-	SendID         *string       `json:"sendID,omitempty"`
-	RecvID         *string       `json:"recvID,omitempty"`
-	GroupID        *string       `json:"groupID,omitempty"`
-	SessionType    *int          `json:"sessionType,omitempty"`
-	ContentType    *int          `json:"contentType,omitempty"`
-	Content        *string       `json:"content,omitempty"`
-	SendTime       *int64        `json:"sendTime,omitempty"`
-	IsRead         bool          `json:"isRead"`
-	Revoke         *Revoke       `json:"revoke,omitempty"`
-	AtUserIDs      []string      `json:"atUserIDs"`
-	Ex             *string       `json:"ex,omitempty"`
-}
-
 // Defaults: a stored chat message.
 type MessageOptionsInput struct {
 	IsHistory         *bool `json:"isHistory,omitempty"`
@@ -70,12 +45,6 @@ type PageInfo struct {
 }
 
 type Query struct {
-}
-
-type Revoke struct {
-	UserID string `json:"userID"`
-	Role   int    `json:"role"`
-	Time   int64  `json:"time"`
 }
 
 type SendMessageInput struct {
