@@ -18,7 +18,7 @@ import (
 // conversations and seqs the request touches. They live for one request only, so their
 // memoised answers never go stale and one caller's context never leaks into another's batch.
 type Loaders struct {
-	chunks *dataloader.Loader[string, *im.Chunk]
+	chunks *dataloader.Loader[history.ChunkRef, *im.Chunk]
 	states *dataloader.Loader[string, im.SeqState]
 	access *dataloader.Loader[string, bool]
 
@@ -47,7 +47,17 @@ func (l *Loaders) viewerConversations(ctx context.Context) ([]im.SeqState, error
 // LoadChunks reads chunks through the request's chunk loader, so that the reads of every
 // resolver at one depth share one batch (Loaders are the request's history.ChunkSource).
 func (l *Loaders) LoadChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
-	chunks, errs := l.chunks.LoadMany(ctx, docIDs)()
+	refs := make([]history.ChunkRef, len(docIDs))
+	for i, id := range docIDs {
+		refs[i] = history.ChunkRef{DocID: id}
+	}
+	return l.LoadChunkRefs(ctx, refs)
+}
+
+// LoadChunkRefs is LoadChunks with the chunks version each reader read with its state, so
+// that the source beneath may answer from its copies (history.VersionedChunkSource).
+func (l *Loaders) LoadChunkRefs(ctx context.Context, refs []history.ChunkRef) ([]*im.Chunk, error) {
+	chunks, errs := l.chunks.LoadMany(ctx, refs)()
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
@@ -90,8 +100,8 @@ func NewLoaders(chunks history.ChunkSource, convs ConversationSource, viewer str
 	return &Loaders{
 		convs:  convs,
 		viewer: viewer,
-		chunks: dataloader.NewBatchedLoader(batch(o, "chunks", chunks.LoadChunks),
-			dataloader.WithWait[string, *im.Chunk](o.Wait), dataloader.WithBatchCapacity[string, *im.Chunk](o.MaxBatch)),
+		chunks: dataloader.NewBatchedLoader(batch(o, "chunks", chunkBatch(chunks)),
+			dataloader.WithWait[history.ChunkRef, *im.Chunk](o.Wait), dataloader.WithBatchCapacity[history.ChunkRef, *im.Chunk](o.MaxBatch)),
 		states: dataloader.NewBatchedLoader(batch(o, "states", func(ctx context.Context, ids []string) ([]im.SeqState, error) {
 			return convs.States(ctx, viewer, ids)
 		}), dataloader.WithWait[string, im.SeqState](o.Wait), dataloader.WithBatchCapacity[string, im.SeqState](o.MaxBatch)),
@@ -101,10 +111,24 @@ func NewLoaders(chunks history.ChunkSource, convs ConversationSource, viewer str
 	}
 }
 
+// chunkBatch loads one batch of chunks from source: by version when it keeps versioned copies.
+func chunkBatch(source history.ChunkSource) func(context.Context, []history.ChunkRef) ([]*im.Chunk, error) {
+	if vs, ok := source.(history.VersionedChunkSource); ok {
+		return vs.LoadChunkRefs
+	}
+	return func(ctx context.Context, refs []history.ChunkRef) ([]*im.Chunk, error) {
+		docIDs := make([]string, len(refs))
+		for i, r := range refs {
+			docIDs[i] = r.DocID
+		}
+		return source.LoadChunks(ctx, docIDs)
+	}
+}
+
 // batch adapts an aligned batch function to the dataloader's result shape: one error fails
 // every key of the batch, as a store failure must never read as "no data".
-func batch[V any](o LoaderOptions, name string, fn func(context.Context, []string) ([]V, error)) dataloader.BatchFunc[string, V] {
-	return func(ctx context.Context, keys []string) []*dataloader.Result[V] {
+func batch[K comparable, V any](o LoaderOptions, name string, fn func(context.Context, []K) ([]V, error)) dataloader.BatchFunc[K, V] {
+	return func(ctx context.Context, keys []K) []*dataloader.Result[V] {
 		if o.ObserveBatch != nil {
 			o.ObserveBatch(name, len(keys))
 		}

@@ -116,7 +116,11 @@ func (c *Cache) chunkKey(docID string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return c.convKey(conv, "chunk:"+strconv.FormatInt(idx, 10)), nil
+	return c.chunkKeyOf(conv, idx), nil
+}
+
+func (c *Cache) chunkKeyOf(conversationID string, index int64) string {
+	return c.convKey(conversationID, "chunk:"+strconv.FormatInt(index, 10))
 }
 
 func (c *Cache) userReadKey(userID string) string {

@@ -317,6 +317,71 @@ func TestChunkStaleFillDropped(t *testing.T) {
 	})
 }
 
+// Ensure every chunk write moves its conversation's chunks version, which readers get with the
+// seq state in the same round trip, and that a version Redis lost (a restart) starts again
+// somewhere no reader saw before.
+func TestChunksVersion(t *testing.T) {
+	t.Parallel()
+	eachTopology(t, func(t *testing.T, e *env) {
+		const conv = "sg_versions"
+		version := func() string {
+			t.Helper()
+			e.trips.Take()
+			convs, _, err := e.cache.GetStates(e.ctx, "", []string{conv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.roundTrips(t, "GetStates", 1)
+			return convs[0].ChunksVersion
+		}
+		raise := func() {
+			t.Helper()
+			if err := e.cache.RaiseStates(e.ctx, []cache.ConversationRaise{{ConversationID: conv, MaxSeq: ptr(150), MinSeq: ptr(0), LastTime: ptr(1)}}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		raise()
+		seen := map[string]bool{}
+		v := version()
+		if v == "" {
+			t.Fatal("a filled state has no chunks version")
+		}
+		seen[v] = true
+		for _, docIDs := range [][]string{{conv + ":0"}, {conv + ":1"}, {conv + ":0", conv + ":1"}} {
+			if err := e.cache.InvalidateChunks(e.ctx, docIDs); err != nil {
+				t.Fatal(err)
+			}
+			next := version()
+			if next == "" || seen[next] {
+				t.Fatalf("after invalidating %v the version is %q, seen before: %v", docIDs, next, seen)
+			}
+			seen[next] = true
+		}
+		raise()
+		if got := version(); !seen[got] {
+			t.Fatalf("a raise of max seq moved the chunks version to %q", got)
+		}
+
+		// Redis loses the keys: no version until a write or a fill gives one, and never one seen
+		// before.
+		for _, key := range []string{"t:{" + conv + "}:seq", "t:{" + conv + "}:chunk:0", "t:{" + conv + "}:chunk:1"} {
+			if err := e.rdb.Del(e.ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := version(); got != "" {
+			t.Fatalf("version %q without a state", got)
+		}
+		if err := e.cache.InvalidateChunks(e.ctx, []string{conv + ":0"}); err != nil {
+			t.Fatal(err)
+		}
+		raise()
+		if got := version(); got == "" || seen[got] {
+			t.Fatalf("version after the keys were lost: %q, seen before: %v", got, seen)
+		}
+	})
+}
+
 func ptr(v int64) *int64 { return &v }
 
 // Ensure seq state only goes up and is read, conversations and user together, in one round trip.
@@ -350,7 +415,11 @@ func TestStates(t *testing.T) {
 		if len(convs) != 3 || len(users) != 3 {
 			t.Fatalf("got %d conversation and %d user states for 3 ids", len(convs), len(users))
 		}
-		if want := (cache.ConversationState{MaxSeq: 10, MinSeq: 3, LastTime: 1000, Cached: true}); convs[0] != want {
+		// Filling a conversation's state gives it a chunks version, which raises leave alone.
+		if convs[0].ChunksVersion == "" {
+			t.Fatalf("%s has no chunks version: %+v", c1, convs[0])
+		}
+		if want := (cache.ConversationState{MaxSeq: 10, MinSeq: 3, LastTime: 1000, ChunksVersion: convs[0].ChunksVersion, Cached: true}); convs[0] != want {
 			t.Fatalf("%s = %+v, want %+v", c1, convs[0], want)
 		}
 		if want := (cache.UserState{ReadSeq: 5, UserMinSeq: 0, Cached: true}); users[0] != want {
@@ -375,8 +444,8 @@ func TestStates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := (cache.ConversationState{MaxSeq: 12, MinSeq: 1, LastTime: 5, Cached: true}); convs[0] != want {
-				t.Fatalf("%s = %+v, want %+v", c2, convs[0], want)
+			if want := (cache.ConversationState{MaxSeq: 12, MinSeq: 1, LastTime: 5, ChunksVersion: convs[0].ChunksVersion, Cached: true}); convs[0] != want || want.ChunksVersion == "" {
+				t.Fatalf("%s = %+v, want %+v with a chunks version", c2, convs[0], want)
 			}
 			if users[0].Cached {
 				t.Fatalf("no user asked, got %+v", users[0])

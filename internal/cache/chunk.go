@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -97,26 +99,43 @@ func (c *Cache) FillChunks(ctx context.Context, fills []ChunkFill) error {
 }
 
 // invalidateChunk drops the cached chunk and bumps its version, so that fills by readers that
-// looked before this write are dropped too. The version outlives the data by the TTL.
+// looked before this write are dropped too. The version outlives the data by the TTL. It also
+// moves the conversation's chunks version (KEYS[2], the seq state: ConversationState.
+// ChunksVersion), starting from a random seed when there is none, so that in-process copies
+// of the conversation's chunks are no longer taken as current by any instance.
 var invalidateChunk = redis.NewScript(`
 redis.call('HINCRBY', KEYS[1], 'v', 1)
 redis.call('HDEL', KEYS[1], 'data')
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
+if redis.call('HEXISTS', KEYS[2], 'cv') == 0 then
+  redis.call('HSET', KEYS[2], 'cv', ARGV[2])
+end
+redis.call('HINCRBY', KEYS[2], 'cv', 1)
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 1`)
 
-// InvalidateChunks must be called after every MongoDB write to the chunks, in one round trip.
+// InvalidateChunks must be called after every MongoDB write to the chunks, in one round trip,
+// and before the write is acknowledged.
 func (c *Cache) InvalidateChunks(ctx context.Context, docIDs []string) error {
 	if len(docIDs) == 0 {
 		return nil
 	}
 	pipe := c.rdb.Pipeline()
 	for _, id := range docIDs {
-		key, err := c.chunkKey(id)
+		conv, idx, err := im.ParseDocID(id)
 		if err != nil {
 			return err
 		}
-		invalidateChunk.Eval(ctx, pipe, []string{key}, ms(c.opts.ChunkTTL))
+		keys := []string{c.chunkKeyOf(conv, idx), c.convKey(conv, "seq")}
+		invalidateChunk.Eval(ctx, pipe, keys, ms(c.opts.ChunkTTL), newChunksVersion(), ms(c.opts.StateTTL))
 	}
 	_, err := pipe.Exec(ctx)
 	return cacheError("invalidate chunks", err)
+}
+
+// newChunksVersion is the first chunks version of a conversation whose state has none: a
+// random number, not 0, so that after Redis lost its keys (a restart) a version counted up
+// again can never equal one an instance saw before and still holds copies under.
+func newChunksVersion() string {
+	return strconv.FormatInt(rand.Int64N(1<<52)+1, 10)
 }

@@ -6,7 +6,7 @@
 // in one slot and a script may touch several of them:
 //
 //	<prefix>{<conversationID>}:chunk:<index>  hash {v: version, data: JSON chunk}
-//	<prefix>{<conversationID>}:seq            hash {max, min, time}: stored max seq, min seq, newest send time
+//	<prefix>{<conversationID>}:seq            hash {max, min, time, cv}: stored max seq, min seq, newest send time, chunks version
 //	<prefix>{<conversationID>}:alloc          hash {curr, last}: allocator position and block end
 //	<prefix>{<conversationID>}:alloclock      string: token of the instance refilling the block
 //	<prefix>{u:<userID>}:read                 hash {<conversationID>: read seq, <conversationID>|min: user min seq}
@@ -19,5 +19,8 @@
 // min and read seqs) are only ever raised, so a slow reader's fill can never lower them. Chunks
 // carry a version that every writer bumps; a reader's fill is dropped when the version moved
 // since the reader looked, so it never puts back an older chunk. A chunk is one value, so a
-// partly written entry cannot exist.
+// partly written entry cannot exist. Every chunk write also moves its conversation's chunks
+// version (cv), which readers get with the seq state in the same round trip: an instance that
+// keeps decoded chunks in memory serves one only while the version it was read under is still
+// the current one, and reads through whenever Redis has no version (after a restart).
 package cache

@@ -15,6 +15,10 @@ type ConversationState struct {
 	MaxSeq   int64
 	MinSeq   int64
 	LastTime int64 // send time of the newest stored message
+	// ChunksVersion changes with every write to the conversation's chunks (InvalidateChunks):
+	// a copy of a chunk read after this version was seen is current while the version stays.
+	// Empty when Redis holds none (after a restart, until the next write or fill).
+	ChunksVersion string
 	// Cached is false on a miss; the other fields are then zero.
 	Cached bool
 }
@@ -73,7 +77,7 @@ func (c *Cache) GetStatesMany(ctx context.Context, queries []StateQuery, withHea
 		res.Users[qi] = make([]UserState, len(q.ConversationIDs))
 		convCmds[qi] = make([]*redis.SliceCmd, len(q.ConversationIDs))
 		for i, id := range q.ConversationIDs {
-			convCmds[qi][i] = pipe.HMGet(ctx, c.convKey(id, "seq"), "max", "min", "time")
+			convCmds[qi][i] = pipe.HMGet(ctx, c.convKey(id, "seq"), "max", "min", "time", "cv")
 		}
 		if q.UserID != "" && len(q.ConversationIDs) > 0 {
 			fields := make([]string, 0, 2*len(q.ConversationIDs))
@@ -109,7 +113,8 @@ func (c *Cache) GetStatesMany(ctx context.Context, queries []StateQuery, withHea
 			minSeq, ok2 := parseInt(vals[1])
 			lastTime, ok3 := parseInt(vals[2])
 			if ok1 && ok2 && ok3 {
-				res.Conversations[qi][i] = ConversationState{MaxSeq: maxSeq, MinSeq: minSeq, LastTime: lastTime, Cached: true}
+				version, _ := vals[3].(string)
+				res.Conversations[qi][i] = ConversationState{MaxSeq: maxSeq, MinSeq: minSeq, LastTime: lastTime, ChunksVersion: version, Cached: true}
 			}
 		}
 		if userCmds[qi] == nil {
@@ -137,9 +142,14 @@ func parseInt(v any) (int64, bool) {
 	return n, err == nil
 }
 
-// raiseFields sets each field to the given value unless it already holds a larger one.
+// raiseFields sets each field to the given value unless it already holds a larger one. With a
+// seed (ARGV[2] not empty) it also gives a conversation's state a chunks version when it has
+// none (see newChunksVersion).
 var raiseFields = redis.NewScript(`
-for i = 2, #ARGV, 2 do
+if ARGV[2] ~= '' and redis.call('HEXISTS', KEYS[1], 'cv') == 0 then
+  redis.call('HSET', KEYS[1], 'cv', ARGV[2])
+end
+for i = 3, #ARGV, 2 do
   local cur = redis.call('HGET', KEYS[1], ARGV[i])
   if cur == false or tonumber(cur) < tonumber(ARGV[i+1]) then
     redis.call('HSET', KEYS[1], ARGV[i], ARGV[i+1])
@@ -170,7 +180,7 @@ func (c *Cache) RaiseStates(ctx context.Context, convs []ConversationRaise, user
 	ttl := ms(c.opts.StateTTL)
 	pipe := c.rdb.Pipeline()
 	for _, r := range convs {
-		args := []any{ttl}
+		args := []any{ttl, newChunksVersion()}
 		if r.MaxSeq != nil {
 			args = append(args, "max", *r.MaxSeq)
 		}
@@ -180,19 +190,19 @@ func (c *Cache) RaiseStates(ctx context.Context, convs []ConversationRaise, user
 		if r.LastTime != nil {
 			args = append(args, "time", *r.LastTime)
 		}
-		if len(args) > 1 {
+		if len(args) > 2 {
 			raiseFields.Eval(ctx, pipe, []string{c.convKey(r.ConversationID, "seq")}, args...)
 		}
 	}
 	for _, r := range users {
-		args := []any{ttl}
+		args := []any{ttl, ""}
 		if r.ReadSeq != nil {
 			args = append(args, r.ConversationID, *r.ReadSeq)
 		}
 		if r.UserMinSeq != nil {
 			args = append(args, r.ConversationID+"|min", *r.UserMinSeq)
 		}
-		if len(args) > 1 {
+		if len(args) > 2 {
 			raiseFields.Eval(ctx, pipe, []string{c.userReadKey(r.UserID)}, args...)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/retention"
 )
 
@@ -82,6 +83,10 @@ type Config struct {
 	MaxPendingConnectionsPerAddress int           // WebSocket connections per address before connection_init; default graph.DefaultMaxPendingConnectionsPerAddress
 	ClientIPHeader                  string        // header a proxy in front gives the client address in; empty: the connection's
 
+	// ChunkMemory bounds the decoded chunks each instance keeps in process, in bytes; default
+	// history.DefaultChunkMemoryBytes, negative switches it off (every read goes to Redis).
+	ChunkMemory int64
+
 	// Sync: the per-user event log and live subscriptions.
 	EventLogMaxLen int64         // events kept per user; default cache.DefaultEventLogMaxLen
 	EventLogMaxAge time.Duration // how long an event is kept; default cache.DefaultEventLogMaxAge
@@ -130,6 +135,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxConnectionsPerUser, "ws-per-user", graph.DefaultMaxConnectionsPerUser, "WebSocket connections each user may hold on this instance; negative: no limit")
 	fs.IntVar(&c.MaxPendingConnectionsPerAddress, "ws-pending-per-address", graph.DefaultMaxPendingConnectionsPerAddress, "WebSocket connections each client address may hold before connection_init; negative: no limit")
 	fs.StringVar(&c.ClientIPHeader, "client-ip-header", "", "header in which the proxy in front gives the client's address (X-Forwarded-For, X-Real-IP); only behind such a proxy")
+	fs.Int64Var(&c.ChunkMemory, "chunk-memory", history.DefaultChunkMemoryBytes, "bytes of decoded chunks kept in process, served while their conversation's chunks version in Redis is unchanged; negative: off")
 	fs.Int64Var(&c.EventLogMaxLen, "event-log-len", cache.DefaultEventLogMaxLen, "events kept in each user's sync log; an older sync token answers tooLong")
 	fs.DurationVar(&c.EventLogMaxAge, "event-log-age", cache.DefaultEventLogMaxAge, "how long events stay in the sync log")
 	fs.DurationVar(&c.KeepAlive, "ws-keepalive", graph.DefaultKeepAlive, "WebSocket keepalive ping interval")

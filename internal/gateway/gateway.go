@@ -13,6 +13,7 @@ import (
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/embedded"
+	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/ingest"
 	"github.com/msggate/msggate/internal/openim"
 	"github.com/msggate/msggate/internal/ops"
@@ -37,6 +38,9 @@ type Gateway struct {
 	// IdentityProvider checks the tokens of the identity provider Config.IdentityProvider
 	// names, accepted besides msggate's own; nil when none is configured.
 	IdentityProvider *auth.IdentityProvider
+	// ChunkMemory is the decoded chunks this instance keeps (Config.ChunkMemory); nil when off,
+	// and in OpenIM mode, whose store changes without telling msggate.
+	ChunkMemory *history.ChunkMemory
 
 	closers []func() error
 	server  *http.Server
@@ -88,6 +92,13 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 	g.closers = append(g.closers, g.Cache.Close)
 	if g.OpenIM != nil {
 		return g, nil
+	}
+	if cfg.ChunkMemory >= 0 {
+		g.ChunkMemory = history.NewChunkMemory(cfg.ChunkMemory)
+		g.Metrics.WatchChunkMemory(func() ops.ChunkMemoryFigures {
+			s := g.ChunkMemory.Stats()
+			return ops.ChunkMemoryFigures{Hits: s.Hits, Misses: s.Misses, Evictions: s.Evictions, Bytes: s.Bytes, Chunks: s.Chunks}
+		})
 	}
 	g.Ledger = imsync.NewLedger(g.Store, g.Cache, imsync.Options{Logger: logger})
 	g.Ingest = ingest.New(g.Store, g.Cache, g.Ledger, ingest.Options{})

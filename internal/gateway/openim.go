@@ -72,6 +72,7 @@ func (g *Gateway) readPath() readPath {
 	}
 	chunks := history.NewCachedChunks(g.Store, g.Cache, g.Logger)
 	chunks.ObserveCache = g.Metrics.ObserveChunkCache
+	chunks.Memory = g.ChunkMemory
 	return readPath{
 		resolver: &graph.Resolver{
 			Ledger:   g.Ledger,

@@ -92,7 +92,8 @@ func TestMissingSeqIsPlaceholder(t *testing.T) {
 }
 
 // Ensure one request reading history from 20 conversations costs one Redis round trip for
-// chunks and at most one MongoDB query for chunk data, cold or warm.
+// chunks and at most one MongoDB query for chunk data, cold or warm, and no chunk round trip
+// once the instance holds the chunks in memory.
 func TestHistoryOfTwentyConversationsIsBatched(t *testing.T) {
 	g := gatewaytest.Start(t)
 	var q strings.Builder
@@ -104,7 +105,7 @@ func TestHistoryOfTwentyConversationsIsBatched(t *testing.T) {
 	}
 	q.WriteString("}")
 	alice := g.Token("alice")
-	check := func(phase string, wantMongo int) (redisTrips int) {
+	check := func(phase string, wantMongo, wantChunkTrips int) (redisTrips int) {
 		t.Helper()
 		g.Mongo.Reset()
 		g.RoundTrips.Take()
@@ -125,19 +126,24 @@ func TestHistoryOfTwentyConversationsIsBatched(t *testing.T) {
 			t.Errorf("%s: %d MongoDB chunk queries, want %d", phase, n, wantMongo)
 		}
 		trips := g.RoundTrips.Take()
-		if n := testenv.Matching(trips, "hmget", ":chunk:"); n != 1 {
-			t.Errorf("%s: %d Redis round trips read chunks, want 1", phase, n)
+		if n := testenv.Matching(trips, "hmget", ":chunk:"); n != wantChunkTrips {
+			t.Errorf("%s: %d Redis round trips read chunks, want %d", phase, n, wantChunkTrips)
 		}
 		return len(trips) - testenv.Matching(trips, ":rate")
 	}
 	if err := g.Redis.FlushAll(); err != nil {
 		t.Fatal(err)
 	}
-	check("cold", 1)
+	check("cold", 1, 1)
 	// Warm, the data costs two Redis round trips: seq state, then chunks (the rate limiter's
 	// own round trip comes on top).
-	if trips := check("warm", 0); trips != 2 {
+	if trips := check("warm", 0, 1); trips != 2 {
 		t.Errorf("warm: %d Redis round trips for data, want 2 (state, chunks)", trips)
+	}
+	// Hot, the chunks come from the instance's memory under the chunks versions the state read
+	// names: an in-process hit counts as no round trip, so only the state's is left.
+	if trips := check("hot", 0, 0); trips != 1 {
+		t.Errorf("hot: %d Redis round trips for data, want 1 (state)", trips)
 	}
 }
 

@@ -10,11 +10,17 @@ import (
 )
 
 // CachedChunks is msggate's own chunk source: Redis first, MongoDB for the misses, and the
-// misses written back to Redis. It is safe for concurrent use.
+// misses written back to Redis; with a Memory, decoded copies in the process before Redis,
+// for readers that name their conversation's chunks version (LoadChunkRefs). It is safe for
+// concurrent use.
 type CachedChunks struct {
 	store  *chunkstore.Store
 	cache  *cache.Cache
 	logger *slog.Logger
+
+	// Memory, when set, keeps the chunks read under a version and serves them to readers that
+	// name the same version, with no round trip. Set it before first use.
+	Memory *ChunkMemory
 
 	// ObserveCache, when set, is told how many chunks each load found in the cache and how
 	// many it had to look up in MongoDB (all of them while the cache fails). Set it before
@@ -75,6 +81,42 @@ func (r *CachedChunks) LoadChunks(ctx context.Context, docIDs []string) ([]*im.C
 	if err == nil && len(fills) > 0 {
 		if err := r.cache.FillChunks(ctx, fills); err != nil {
 			r.logger.WarnContext(ctx, "filling chunk cache failed", "err", err)
+		}
+	}
+	return out, nil
+}
+
+// LoadChunkRefs is LoadChunks for readers that read their conversation's chunks version with
+// its state: a chunk held in Memory under the version named is served from there; the others
+// are read as LoadChunks reads them and kept under that version.
+func (r *CachedChunks) LoadChunkRefs(ctx context.Context, refs []ChunkRef) ([]*im.Chunk, error) {
+	out := make([]*im.Chunk, len(refs))
+	missIDs := make([]string, 0, len(refs))
+	var missAt []int
+	for i, ref := range refs {
+		if r.Memory != nil && ref.Version != "" {
+			if c := r.Memory.Get(ref.DocID, ref.Version); c != nil {
+				out[i] = c
+				continue
+			}
+		}
+		missIDs = append(missIDs, ref.DocID)
+		missAt = append(missAt, i)
+	}
+	if len(missIDs) == 0 {
+		return out, nil
+	}
+	found, err := r.LoadChunks(ctx, missIDs)
+	if err != nil {
+		return nil, err
+	}
+	for j, c := range found {
+		i := missAt[j]
+		out[i] = c
+		// Read after the version was: current at least up to it. An absent chunk is not kept,
+		// as the Redis tier does not keep one either.
+		if c != nil && r.Memory != nil && refs[i].Version != "" {
+			r.Memory.Put(refs[i].Version, c)
 		}
 	}
 	return out, nil

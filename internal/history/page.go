@@ -57,7 +57,7 @@ func (r Reader) Page(ctx context.Context, conversationID string, q PageQuery) (P
 	for s := b.from; s <= b.to; s++ {
 		seqs = append(seqs, s)
 	}
-	views, err := r.views(ctx, conversationID, seqs)
+	views, err := r.views(ctx, conversationID, st.ChunksVersion, seqs)
 	if err != nil {
 		return Page{}, err
 	}

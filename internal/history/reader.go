@@ -43,7 +43,7 @@ func (r Reader) Messages(ctx context.Context, conversationID string, seqs []int6
 	if err != nil {
 		return nil, err
 	}
-	return r.views(ctx, conversationID, visible)
+	return r.views(ctx, conversationID, st.ChunksVersion, visible)
 }
 
 // LastMessage returns the message at the viewer's max seq (a placeholder when that seq holds
@@ -56,17 +56,18 @@ func (r Reader) LastMessage(ctx context.Context, conversationID string) (*im.Mes
 	if st.MaxSeq < st.VisibleMin() {
 		return nil, nil
 	}
-	views, err := r.views(ctx, conversationID, []int64{st.MaxSeq})
+	views, err := r.views(ctx, conversationID, st.ChunksVersion, []int64{st.MaxSeq})
 	if err != nil {
 		return nil, err
 	}
 	return &views[0], nil
 }
 
-// views reads seqs and applies the viewer's view, then the dialect's adjustment. The result
-// is aligned with seqs.
-func (r Reader) views(ctx context.Context, conversationID string, seqs []int64) ([]im.MessageView, error) {
-	slots, err := Slots(ctx, r.Chunks, conversationID, seqs)
+// views reads seqs and applies the viewer's view, then the dialect's adjustment. version is
+// the chunks version read with the viewer's state (im.SeqState.ChunksVersion). The result is
+// aligned with seqs.
+func (r Reader) views(ctx context.Context, conversationID, version string, seqs []int64) ([]im.MessageView, error) {
+	slots, err := slotsAt(ctx, r.Chunks, conversationID, version, seqs)
 	if err != nil {
 		return nil, err
 	}

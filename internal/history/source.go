@@ -25,6 +25,23 @@ func (f ChunkFunc) LoadChunks(ctx context.Context, docIDs []string) ([]*im.Chunk
 	return f(ctx, docIDs)
 }
 
+// ChunkRef names a chunk and the chunks version of its conversation the reader holds
+// (im.SeqState.ChunksVersion; "" when unknown).
+type ChunkRef struct {
+	DocID   string
+	Version string
+}
+
+// VersionedChunkSource is a ChunkSource that may answer from copies it keeps, when the version
+// a reader names proves them current.
+type VersionedChunkSource interface {
+	ChunkSource
+	// LoadChunkRefs is LoadChunks, each chunk named with the version the reader read with its
+	// state before asking. A copy read under the same version is current; without a version,
+	// the chunk is read through.
+	LoadChunkRefs(ctx context.Context, refs []ChunkRef) ([]*im.Chunk, error)
+}
+
 // StateSource is where one viewer's seq state comes from.
 type StateSource interface {
 	// LoadState returns the viewer's seq state in the conversation.

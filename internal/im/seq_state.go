@@ -12,6 +12,10 @@ type SeqState struct {
 	UserMinSeq     int64 // the user's own floor: clear for self, joined without history
 	// LastTime is the time (ms) of the conversation's newest activity, for ordering lists.
 	LastTime int64
+	// ChunksVersion names the state of the conversation's chunks when this state was read: it
+	// changes with every write to them. A copy of a chunk read after this state, under the same
+	// version, is current. Empty when unknown: then no copy can be proven current.
+	ChunksVersion string
 }
 
 // Unread is the user's unread count, computed from the seqs. Messages below the lowest seq the

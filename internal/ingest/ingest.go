@@ -100,19 +100,24 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 		pending, docIDs, err = in.write(ctx, pending)
 		touched = append(touched, docIDs...)
 		if err != nil {
+			// Some chunks may have changed before the failure: drop their cached copies now
+			// rather than leave them to a retry that may never come.
+			_ = in.cache.InvalidateChunks(ctx, dedupe(touched))
 			return err
 		}
+	}
+	// Readers must not keep serving the chunks as they were. This comes before the max seq is
+	// raised, so that a reader that sees the new seqs also sees the chunks' new version, never
+	// an older copy without them. If this fails the caller gets an error and retries; the retry
+	// finds its seqs by client message ID and invalidates again.
+	if err := in.cache.InvalidateChunks(ctx, dedupe(touched)); err != nil {
+		return err
 	}
 	msgs := storedMessages(stored)
 	if err := in.store.AddUserConversations(ctx, listEntries(msgs)); err != nil {
 		return err
 	}
 	if err := in.ledger.RecordStored(ctx, msgs); err != nil {
-		return err
-	}
-	// Readers must not keep serving the chunks as they were. If this fails the caller gets an
-	// error and retries; the retry finds its seqs by client message ID and invalidates again.
-	if err := in.cache.InvalidateChunks(ctx, dedupe(touched)); err != nil {
 		return err
 	}
 	// Devices learn of the messages only now, when a read finds them.

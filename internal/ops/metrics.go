@@ -199,3 +199,34 @@ func (m *Metrics) LimitRefused(limit string) {
 func (m *Metrics) CountDroppedSubscriber(reason string) {
 	m.droppedSubscribers.WithLabelValues(reason).Inc()
 }
+
+// ChunkMemoryFigures are what an instance's in-process chunk memory reports at a scrape.
+type ChunkMemoryFigures struct {
+	Hits, Misses, Evictions int64
+	Bytes                   int64
+	Chunks                  int
+}
+
+// WatchChunkMemory exports the in-process chunk memory's figures, read at each scrape:
+// msggate_chunk_memory_{hits,misses,evictions}_total, msggate_chunk_memory_bytes and
+// msggate_chunk_memory_chunks.
+func (m *Metrics) WatchChunkMemory(figures func() ChunkMemoryFigures) {
+	counter := func(name, help string, pick func(ChunkMemoryFigures) float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return pick(figures()) })
+	}
+	gauge := func(name, help string, pick func(ChunkMemoryFigures) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return pick(figures()) })
+	}
+	m.registry.MustRegister(
+		counter("msggate_chunk_memory_hits_total", "Chunk reads answered from the in-process memory (their chunks version unchanged in Redis): no round trip.",
+			func(f ChunkMemoryFigures) float64 { return float64(f.Hits) }),
+		counter("msggate_chunk_memory_misses_total", "Chunk reads with a chunks version that the in-process memory could not answer (absent, or held under an older version).",
+			func(f ChunkMemoryFigures) float64 { return float64(f.Misses) }),
+		counter("msggate_chunk_memory_evictions_total", "Chunks dropped from the in-process memory to stay within -chunk-memory.",
+			func(f ChunkMemoryFigures) float64 { return float64(f.Evictions) }),
+		gauge("msggate_chunk_memory_bytes", "Estimated bytes of the decoded chunks held in process.",
+			func(f ChunkMemoryFigures) float64 { return float64(f.Bytes) }),
+		gauge("msggate_chunk_memory_chunks", "Decoded chunks held in process.",
+			func(f ChunkMemoryFigures) float64 { return float64(f.Chunks) }),
+	)
+}

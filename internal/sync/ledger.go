@@ -127,7 +127,7 @@ func (l *Ledger) statesMany(ctx context.Context, queries []cache.StateQuery, wit
 		for i, id := range q.ConversationIDs {
 			cv, us := cached.Conversations[qi][i], cached.Users[qi][i]
 			out[qi][i] = im.SeqState{ConversationID: id, MaxSeq: cv.MaxSeq, MinSeq: cv.MinSeq, LastTime: cv.LastTime,
-				ReadSeq: us.ReadSeq, UserMinSeq: us.UserMinSeq}
+				ReadSeq: us.ReadSeq, UserMinSeq: us.UserMinSeq, ChunksVersion: cv.ChunksVersion}
 			if !cv.Cached && !convMissSet[id] {
 				convMissSet[id] = true
 				convMiss = append(convMiss, id)
