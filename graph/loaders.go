@@ -6,8 +6,6 @@ import (
 	gosync "sync"
 	"time"
 
-	"github.com/graph-gophers/dataloader/v7"
-
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
 )
@@ -18,9 +16,9 @@ import (
 // conversations and seqs the request touches. They live for one request only, so their
 // memoised answers never go stale and one caller's context never leaks into another's batch.
 type Loaders struct {
-	chunks *dataloader.Loader[history.ChunkRef, *im.Chunk]
-	states *dataloader.Loader[string, im.SeqState]
-	access *dataloader.Loader[string, bool]
+	chunks *batcher[history.ChunkRef, *im.Chunk]
+	states *batcher[string, im.SeqState]
+	access *batcher[string, bool]
 
 	// convs answers for the conversations: their ID rules, and the viewer's conversation list
 	// with states, read at most once per request however many fields (totalUnread,
@@ -38,7 +36,7 @@ func (l *Loaders) viewerConversations(ctx context.Context) ([]im.SeqState, error
 	l.listOnce.Do(func() {
 		l.list, l.listErr = l.convs.UserConversations(ctx, l.viewer)
 		for _, st := range l.list {
-			l.states.Prime(ctx, st.ConversationID, st)
+			l.states.Prime(st.ConversationID, st)
 		}
 	})
 	return l.list, l.listErr
@@ -57,26 +55,24 @@ func (l *Loaders) LoadChunks(ctx context.Context, docIDs []string) ([]*im.Chunk,
 // LoadChunkRefs is LoadChunks with the chunks version each reader read with its state, so
 // that the source beneath may answer from its copies (history.VersionedChunkSource).
 func (l *Loaders) LoadChunkRefs(ctx context.Context, refs []history.ChunkRef) ([]*im.Chunk, error) {
-	chunks, errs := l.chunks.LoadMany(ctx, refs)()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return chunks, nil
+	return l.chunks.LoadMany(ctx, refs)
 }
 
 // LoadState reads the viewer's seq state in a conversation through the request's state
 // loader (Loaders are the request's history.StateSource).
 func (l *Loaders) LoadState(ctx context.Context, conversationID string) (im.SeqState, error) {
-	return l.states.Load(ctx, conversationID)()
+	return l.states.Load(ctx, conversationID)
 }
 
 // LoaderOptions tunes the loaders. The zero value is usable.
 type LoaderOptions struct {
-	// Wait is how long a loader collects keys before running its batch: long enough for
-	// sibling resolvers, which gqlgen runs concurrently, to all reach it. Default 2ms.
+	// Wait is the longest a loader keeps a batch open after its first key, for sibling
+	// resolvers, which gqlgen runs concurrently, to join it. Default 2ms.
 	Wait time.Duration
+	// Quiet sends a batch early, once no key has joined it for this long: by then every
+	// sibling that was going to ask has asked. Default 250µs: well above the time gqlgen takes
+	// from one sibling's resolver to the next, far below Wait.
+	Quiet time.Duration
 	// MaxBatch bounds the keys of one batch (one $in query). Default 1000.
 	MaxBatch int
 	// ObserveBatch, when set, is told each batch's loader ("chunks", "states", "access") and
@@ -88,6 +84,10 @@ func (o LoaderOptions) withDefaults() LoaderOptions {
 	if o.Wait == 0 {
 		o.Wait = 2 * time.Millisecond
 	}
+	if o.Quiet == 0 {
+		o.Quiet = 250 * time.Microsecond
+	}
+	o.Quiet = min(o.Quiet, o.Wait)
 	if o.MaxBatch == 0 {
 		o.MaxBatch = 1000
 	}
@@ -100,14 +100,13 @@ func NewLoaders(chunks history.ChunkSource, convs ConversationSource, viewer str
 	return &Loaders{
 		convs:  convs,
 		viewer: viewer,
-		chunks: dataloader.NewBatchedLoader(batch(o, "chunks", chunkBatch(chunks)),
-			dataloader.WithWait[history.ChunkRef, *im.Chunk](o.Wait), dataloader.WithBatchCapacity[history.ChunkRef, *im.Chunk](o.MaxBatch)),
-		states: dataloader.NewBatchedLoader(batch(o, "states", func(ctx context.Context, ids []string) ([]im.SeqState, error) {
+		chunks: newBatcher(o, "chunks", chunkBatch(chunks)),
+		states: newBatcher(o, "states", func(ctx context.Context, ids []string) ([]im.SeqState, error) {
 			return convs.States(ctx, viewer, ids)
-		}), dataloader.WithWait[string, im.SeqState](o.Wait), dataloader.WithBatchCapacity[string, im.SeqState](o.MaxBatch)),
-		access: dataloader.NewBatchedLoader(batch(o, "access", func(ctx context.Context, ids []string) ([]bool, error) {
+		}),
+		access: newBatcher(o, "access", func(ctx context.Context, ids []string) ([]bool, error) {
 			return convs.CanRead(ctx, viewer, ids)
-		}), dataloader.WithWait[string, bool](o.Wait), dataloader.WithBatchCapacity[string, bool](o.MaxBatch)),
+		}),
 	}
 }
 
@@ -122,29 +121,6 @@ func chunkBatch(source history.ChunkSource) func(context.Context, []history.Chun
 			docIDs[i] = r.DocID
 		}
 		return source.LoadChunks(ctx, docIDs)
-	}
-}
-
-// batch adapts an aligned batch function to the dataloader's result shape: one error fails
-// every key of the batch, as a store failure must never read as "no data".
-func batch[K comparable, V any](o LoaderOptions, name string, fn func(context.Context, []K) ([]V, error)) dataloader.BatchFunc[K, V] {
-	return func(ctx context.Context, keys []K) []*dataloader.Result[V] {
-		if o.ObserveBatch != nil {
-			o.ObserveBatch(name, len(keys))
-		}
-		out := make([]*dataloader.Result[V], len(keys))
-		vals, err := fn(ctx, keys)
-		if err == nil && len(vals) != len(keys) {
-			err = im.Errorf(im.EINTERNAL, "batch answered %d of %d keys", len(vals), len(keys))
-		}
-		for i := range keys {
-			if err != nil {
-				out[i] = &dataloader.Result[V]{Error: err}
-			} else {
-				out[i] = &dataloader.Result[V]{Data: vals[i]}
-			}
-		}
-		return out
 	}
 }
 
