@@ -104,7 +104,7 @@ func NewHandler(r *Resolver, o HandlerOptions) http.Handler {
 	srv.AddTransport(refusedTransport{})
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
-	srv.AddTransport(transport.POST{})
+	srv.AddTransport(postTransport{})
 	srv.AddTransport(websocketTransport(r, o))
 	srv.AroundOperations(connectionOperations)
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))

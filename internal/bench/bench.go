@@ -40,6 +40,9 @@ type Options struct {
 	Gateway func(*gateway.Config)
 	// Out receives progress and the report. Default os.Stdout.
 	Out io.Writer
+	// Profile, when set, is told when the measured runs start (true) and end (false), for a
+	// CPU profile of them.
+	Profile func(start bool)
 }
 
 func (o Options) withDefaults() Options {
@@ -191,6 +194,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 
 	report := Report{Ratios: map[string]float64{}}
+	if o.Profile != nil {
+		o.Profile(true)
+	}
 	for _, s := range scenarios {
 		fmt.Fprintf(o.Out, "measuring %s: %d rounds of %s per handler, %d clients...\n", s.name, o.Rounds, o.Duration, o.Concurrency)
 		// A short warm-up of each, so that neither pays for connections or first reads.
@@ -218,6 +224,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 	}
 
+	if o.Profile != nil {
+		o.Profile(false)
+	}
 	fmt.Fprintf(o.Out, "measuring the cold history page: %d requests one at a time, chunks invalidated before each...\n", o.ColdRequests)
 	cold, err := coldPages(ctx, client, g, gwHistory, o.ColdRequests)
 	if err != nil {
