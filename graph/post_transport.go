@@ -10,6 +10,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 )
 
@@ -59,6 +60,16 @@ func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	if opErr != nil {
 		w.WriteHeader(requestErrorStatus(contentType, opErr))
 		writeResponse(w, exec.DispatchError(graphql.WithOperationContext(ctx, rc), opErr))
+		return
+	}
+	if rc.Operation != nil && rc.Operation.Operation == ast.Subscription {
+		// A subscription answers events for as long as it lives: one HTTP answer cannot carry
+		// it, and the request would hang until the first event.
+		w.WriteHeader(http.StatusBadRequest)
+		writeResponse(w, exec.DispatchError(graphql.WithOperationContext(ctx, rc), gqlerror.List{{
+			Message:    "subscriptions are served over WebSocket (graphql-transport-ws) at this URL, not over HTTP POST",
+			Extensions: map[string]any{"code": CodeUnsupported},
+		}}))
 		return
 	}
 	responses, ctx := exec.DispatchOperation(ctx, rc)

@@ -53,17 +53,13 @@ func (c *Cache) GetChunks(ctx context.Context, docIDs []string) ([]ChunkEntry, e
 		if v, ok := vals[0].(string); ok {
 			out[i].Version = v
 		}
-		data, ok := vals[1].(string)
-		if !ok {
-			continue
-		}
-		var chunk im.Chunk
-		if json.Unmarshal([]byte(data), &chunk) == nil && chunk.DocID == docIDs[i] && len(chunk.Slots) == im.ChunkSize {
-			out[i].Chunk = &chunk
+		if data, ok := vals[1].(string); ok {
+			out[i].Chunk = im.DecodeChunk([]byte(data), docIDs[i])
 		}
 	}
 	return out, nil
 }
+
 
 // fillChunk caches a chunk only while its version is the one the reader saw ("" = none).
 var fillChunk = redis.NewScript(`

@@ -1,5 +1,7 @@
 package im
 
+import "encoding/json"
+
 // The message model has three layers, as in OpenIM's store, and keeps OpenIM's field names (in
 // the bson tags) so that an existing OpenIM database can be read:
 //
@@ -116,4 +118,15 @@ func (s *Slot) DeletedFor(userID string) bool {
 // the same sender and client message ID (the server message ID differs per attempt).
 func SameMessage(a, b *Message) bool {
 	return a != nil && b != nil && a.SendID == b.SendID && a.ClientMsgID == b.ClientMsgID
+}
+
+// DecodeChunk reads the JSON form of a chunk of docID (its fields' json names, as a cache
+// keeps it): nil when the bytes are not one, damaged, another document's, or not of a chunk's
+// shape, so that a reader takes them as a miss.
+func DecodeChunk(data []byte, docID string) *Chunk {
+	var chunk Chunk
+	if json.Unmarshal(data, &chunk) != nil || chunk.DocID != docID || len(chunk.Slots) != ChunkSize {
+		return nil
+	}
+	return &chunk
 }
