@@ -60,7 +60,6 @@ func (c *Cache) GetChunks(ctx context.Context, docIDs []string) ([]ChunkEntry, e
 	return out, nil
 }
 
-
 // fillChunk caches a chunk only while its version is the one the reader saw ("" = none).
 var fillChunk = redis.NewScript(`
 local v = redis.call('HGET', KEYS[1], 'v')
