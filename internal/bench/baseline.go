@@ -75,11 +75,9 @@ func historyBaseline(rdb *respPool) http.Handler {
 
 // messagesBaseline answers messages by seq: one MGET of a key per message.
 func messagesBaseline(rdb *respPool, keys []string) http.Handler {
-	args := append([]string{"MGET"}, keys...)
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		vals, err := rdb.do(args...)
-		if err != nil || len(vals) != len(keys) {
-			http.Error(w, fmt.Sprint("baseline: ", err), http.StatusServiceUnavailable)
+		msgs, ok := readRecords[baselineMessage](w, rdb, keys)
+		if !ok {
 			return
 		}
 		var out struct {
@@ -87,24 +85,16 @@ func messagesBaseline(rdb *respPool, keys []string) http.Handler {
 				Messages []baselineMessage `json:"messages"`
 			} `json:"data"`
 		}
-		out.Data.Messages = make([]baselineMessage, len(vals))
-		for i, v := range vals {
-			if err := json.Unmarshal(v, &out.Data.Messages[i]); err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
-			}
-		}
+		out.Data.Messages = msgs
 		writeJSON(w, out)
 	})
 }
 
 // conversationsBaseline answers the conversation list: one MGET of a key per conversation.
 func conversationsBaseline(rdb *respPool, keys []string) http.Handler {
-	args := append([]string{"MGET"}, keys...)
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		vals, err := rdb.do(args...)
-		if err != nil || len(vals) != len(keys) {
-			http.Error(w, fmt.Sprint("baseline: ", err), http.StatusServiceUnavailable)
+		nodes, ok := readRecords[baselineConversation](w, rdb, keys)
+		if !ok {
 			return
 		}
 		var out struct {
@@ -116,16 +106,27 @@ func conversationsBaseline(rdb *respPool, keys []string) http.Handler {
 				} `json:"viewer"`
 			} `json:"data"`
 		}
-		nodes := make([]baselineConversation, len(vals))
-		for i, v := range vals {
-			if err := json.Unmarshal(v, &nodes[i]); err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
-			}
-		}
 		out.Data.Viewer.Conversations.Nodes = nodes
 		writeJSON(w, out)
 	})
+}
+
+// readRecords reads keys with one MGET and decodes each value; on failure it answers the
+// error itself and reports false.
+func readRecords[T any](w http.ResponseWriter, rdb *respPool, keys []string) ([]T, bool) {
+	vals, err := rdb.do(append([]string{"MGET"}, keys...)...)
+	if err != nil || len(vals) != len(keys) {
+		http.Error(w, fmt.Sprint("baseline: ", err), http.StatusServiceUnavailable)
+		return nil, false
+	}
+	out := make([]T, len(vals))
+	for i, v := range vals {
+		if err := json.Unmarshal(v, &out[i]); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
