@@ -256,6 +256,28 @@ func TestOpenIMMessageStatuses(t *testing.T) {
 	}
 }
 
+// Ensure OpenIM mode keeps no chunks in memory: OpenIM changes its store without moving
+// msggate's chunks version, so a change it makes between two reads shows in the second.
+func TestOpenIMChangesShowAtOnce(t *testing.T) {
+	t.Parallel()
+	g := gatewaytest.StartOpenIM(t, nil)
+	if g.ChunkMemory != nil {
+		t.Fatal("OpenIM mode keeps decoded chunks in memory")
+	}
+	chat := openimtest.SingleConversationID("alice", "bob")
+	g.IM.Send(chat, texts("alice", "bob", "m", 2)...)
+	bob := g.IM.Login("bob", 1, 7)
+	for range 2 {
+		if st := messagesOf(g, bob, chat, 1); st[0].Status != "OK" {
+			t.Fatalf("seq 1 before the revoke: %s", st[0].Status)
+		}
+	}
+	g.IM.Revoke(chat, 1, openimtest.Revoke{Role: 0, UserID: "alice", Nickname: "Alice"})
+	if st := messagesOf(g, bob, chat, 1); st[0].Status != "REVOKED" {
+		t.Errorf("seq 1 right after OpenIM revoked it: %s, want REVOKED", st[0].Status)
+	}
+}
+
 // Ensure messages OpenIM has accepted but not yet written to MongoDB are served from its
 // Redis message cache, and count in maxSeq and lastMessage.
 func TestOpenIMInFlightMessages(t *testing.T) {
