@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/msggate/msggate/internal/gateway"
@@ -55,9 +56,9 @@ func TestViewerConversations(t *testing.T) {
 }
 
 // Ensure a page of 100 conversations with last messages and unread counts costs, on a warm
-// cache, one Redis round trip for seq and read state, one for chunks (none when the instance
-// holds them in memory under the versions the state read names: an in-process hit costs no
-// round trip), and one MongoDB query (the conversation list itself).
+// cache, one Redis round trip for the conversation list, one for seq and read state, one for
+// chunks (none when the instance holds them in memory under the versions the state read
+// names: an in-process hit costs no round trip), and no MongoDB query.
 func TestViewerConversationsPageIsBatched(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -100,6 +101,9 @@ func testViewerConversationsPage(t *testing.T, chunkMemory int64, chunkTrips int
 	if n := testenv.Matching(trips, "hmget", ":seq"); n != 1 {
 		t.Errorf("%d Redis round trips read seq state, want 1", n)
 	}
+	if n := testenv.Matching(trips, "smembers", ":convs"); n != 1 {
+		t.Errorf("%d Redis round trips read the conversation list, want 1", n)
+	}
 	if n := testenv.Matching(trips, "hmget", ":chunk:"); n != chunkTrips {
 		t.Errorf("%d Redis round trips read chunks, want %d", n, chunkTrips)
 	}
@@ -107,7 +111,50 @@ func testViewerConversationsPage(t *testing.T, chunkMemory int64, chunkTrips int
 	for _, coll := range []string{"msg", "seq", "seq_user", "user_conversation", "group_member"} {
 		mongo += g.Mongo.Count(coll, "find")
 	}
-	if mongo != 1 {
-		t.Errorf("%d MongoDB queries, want 1 (the conversation list)", mongo)
+	if mongo != 0 {
+		t.Errorf("%d MongoDB queries, want none", mongo)
+	}
+}
+
+// Ensure each user's conversation list, cached in Redis, never lags a change acknowledged by
+// another instance: a new conversation shows in the next list read on the other instance, a
+// group the user left is gone from it, and a warm list costs no MongoDB query.
+func TestConversationListAcrossInstances(t *testing.T) {
+	pair := gatewaytest.StartPair(t, nil)
+	a, b := pair[0], pair[1]
+	alice := a.Token("alice")
+	list := func() []string {
+		t.Helper()
+		var v gatewaytest.Viewer
+		b.Query(alice, gatewaytest.ViewerQuery, map[string]any{"first": 100}, &v)
+		var ids []string
+		for _, n := range v.Viewer.Conversations.Nodes {
+			ids = append(ids, n.ID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	a.Send("bob", "alice", "", 1)
+	list()
+	b.Mongo.Reset()
+	if got := list(); !slices.Equal(got, []string{"si_alice_bob"}) {
+		t.Fatalf("list %v", got)
+	}
+	if n := b.Mongo.Count("user_conversation", "find"); n != 0 {
+		t.Errorf("a warm list read MongoDB's list %d times", n)
+	}
+
+	a.SendGQL(a.Token("carol"), map[string]any{"recvID": "alice", "contentType": 101, "content": "new"})
+	if got := list(); !slices.Equal(got, []string{"si_alice_bob", "si_alice_carol"}) {
+		t.Fatalf("after carol's first message on the other instance: %v", got)
+	}
+	a.Query(a.Admin(), groupMutation, map[string]any{"g": "team", "m": []map[string]any{{"userID": "alice"}, {"userID": "bob", "role": "OWNER"}}}, &struct{}{})
+	a.Send("bob", "", "team", 1)
+	if got := list(); !slices.Equal(got, []string{"sg_team", "si_alice_bob", "si_alice_carol"}) {
+		t.Fatalf("after joining team: %v", got)
+	}
+	a.Query(a.Admin(), groupMutation, map[string]any{"g": "team", "m": []map[string]any{{"userID": "bob", "role": "OWNER"}}}, &struct{}{})
+	if got := list(); !slices.Equal(got, []string{"si_alice_bob", "si_alice_carol"}) {
+		t.Fatalf("after leaving team: %v", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
+	imsync "github.com/msggate/msggate/internal/sync"
 )
 
 // keyFamilies are the Redis keys msggate creates, each with the longest TTL it may carry
@@ -30,6 +31,8 @@ var keyFamilies = []struct {
 	{"seq allocator", regexp.MustCompile(`^msggate:\{[^}]+\}:alloc$`), 7 * 24 * time.Hour},
 	{"allocator refill lock", regexp.MustCompile(`^msggate:\{[^}]+\}:alloclock$`), 5 * time.Second},
 	{"user read state", regexp.MustCompile(`^msggate:\{u:[^}]+\}:read$`), 7 * 24 * time.Hour},
+	{"conversation list", regexp.MustCompile(`^msggate:\{u:[^}]+\}:convs$`), 7 * 24 * time.Hour},
+	{"conversation list version", regexp.MustCompile(`^msggate:\{u:[^}]+\}:convsv$`), 7 * 24 * time.Hour},
 	{"event log head", regexp.MustCompile(`^msggate:\{u:[^}]+\}:log$`), cache.DefaultEventLogMaxAge},
 	{"event log", regexp.MustCompile(`^msggate:\{u:[^}]+\}:events$`), cache.DefaultEventLogMaxAge},
 	{"user rate bucket", regexp.MustCompile(`^msggate:\{u:[^}]+\}:rate$`), time.Hour},
@@ -119,6 +122,11 @@ func TestEveryRedisKeyExpires(t *testing.T) {
 			t.Errorf("%s (%s) never expires", key, f.name)
 		case ttl > f.maxTTL:
 			t.Errorf("%s (%s) lives %v, longer than %v", key, f.name, ttl, f.maxTTL)
+		}
+		if f.name == "conversation list" {
+			if n := rdb.SCard(ctx, key).Val(); n > imsync.MaxConversationsPerUser {
+				t.Errorf("%s holds %d conversations, more than the %d a list is read with", key, n, imsync.MaxConversationsPerUser)
+			}
 		}
 		if f.name == "event log" {
 			if n := rdb.LLen(ctx, key).Val(); n > logLen {

@@ -229,7 +229,8 @@ func TestSyncEventsKeepAlive(t *testing.T) {
 }
 
 // Ensure a syncState page of 100 conversations reads their seq and read state, and the token,
-// in one Redis round trip, and that the pages together list every conversation once.
+// in one Redis round trip, after one more for the user's conversation list (cached in Redis: no
+// MongoDB query once warm), and that the pages together list every conversation once.
 func TestSyncStatePageOfHundredIsOneRoundTrip(t *testing.T) {
 	g := gatewaytest.Start(t)
 	const peers = 130
@@ -255,15 +256,26 @@ func TestSyncStatePageOfHundredIsOneRoundTrip(t *testing.T) {
 				Conversations []struct{ ID string }
 			}
 		}
+		query := `query($after: String) { syncState(first: 100, after: $after) { hasMore endCursor totalUnread
+			conversations { id maxSeq minSeq readSeq unreadCount } } }`
+		if page == 1 {
+			g.Query(alice, query, nil, &r) // fills the cached conversation list
+		}
 		g.RoundTrips.Take()
-		g.Query(alice, `query($after: String) { syncState(first: 100, after: $after) { hasMore endCursor totalUnread
-			conversations { id maxSeq minSeq readSeq unreadCount } } }`, map[string]any{"after": after}, &r)
+		g.Mongo.Reset()
+		g.Query(alice, query, map[string]any{"after": after}, &r)
 		trips := g.RoundTrips.Take()
 		if n := testenv.Matching(trips, ":seq"); n != 1 {
 			t.Errorf("page %d: seq state read in %d round trips, want 1", page, n)
 		}
-		if n := len(trips) - testenv.Matching(trips, ":rate"); n != 1 {
-			t.Errorf("page %d: %d Redis round trips besides the rate limit, want 1: %v", page, n, trips)
+		if n := testenv.Matching(trips, ":convs"); n != 1 {
+			t.Errorf("page %d: conversation list read in %d round trips, want 1", page, n)
+		}
+		if n := len(trips) - testenv.Matching(trips, ":rate"); n != 2 {
+			t.Errorf("page %d: %d Redis round trips besides the rate limit, want 2 (list; state and token): %v", page, n, trips)
+		}
+		if n := g.Mongo.Count("user_conversation", "find"); n != 0 {
+			t.Errorf("page %d: %d MongoDB list queries on a warm cache, want 0", page, n)
 		}
 		if r.SyncState.TotalUnread != 0 {
 			t.Errorf("alice has %d unread of her own messages", r.SyncState.TotalUnread)

@@ -114,7 +114,7 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 		return err
 	}
 	msgs := storedMessages(stored)
-	if err := in.store.AddUserConversations(ctx, listEntries(msgs)); err != nil {
+	if err := in.ledger.AddUserConversations(ctx, listEntries(msgs)); err != nil {
 		return err
 	}
 	if err := in.ledger.RecordStored(ctx, msgs); err != nil {

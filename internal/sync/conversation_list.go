@@ -14,7 +14,8 @@ import (
 const MaxConversationsPerUser = 10000
 
 // UserConversations returns userID's conversations that hold messages, with their state,
-// newest activity first (ties by conversation ID): one MongoDB query for the list, then States.
+// newest activity first (ties by conversation ID): the list from Redis (or, on a miss, one
+// MongoDB query, then a fill), then States.
 func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]im.SeqState, error) {
 	states, _, err := l.userConversations(ctx, userID, false)
 	return states, err
@@ -23,7 +24,7 @@ func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]im.Seq
 // userConversations lists userID's conversations with their states, by activity; withHead
 // also reads the user's event log head in the same Redis round trip as the states.
 func (l *Ledger) userConversations(ctx context.Context, userID string, withHead bool) ([]im.SeqState, im.SyncToken, error) {
-	ids, err := l.store.FindUserConversations(ctx, userID, MaxConversationsPerUser)
+	ids, err := l.conversationList(ctx, userID)
 	if err != nil {
 		return nil, im.SyncToken{}, err
 	}
@@ -36,6 +37,46 @@ func (l *Ledger) userConversations(ctx context.Context, userID string, withHead 
 		head = heads[0]
 	}
 	return im.ByActivity(states[0]), head, nil
+}
+
+// conversationList returns the IDs on userID's conversation list: from Redis, else from
+// MongoDB, and then into Redis unless a change came meanwhile. A Redis failure is logged and
+// served from MongoDB.
+func (l *Ledger) conversationList(ctx context.Context, userID string) ([]string, error) {
+	cached, cacheErr := l.cache.GetConversationList(ctx, userID)
+	if cacheErr != nil {
+		l.opts.Logger.WarnContext(ctx, "reading the conversation list from MongoDB: cache failed", "err", cacheErr)
+	} else if cached.Cached {
+		return cached.IDs[:min(len(cached.IDs), MaxConversationsPerUser)], nil
+	}
+	ids, err := l.store.FindUserConversations(ctx, userID, MaxConversationsPerUser)
+	if err != nil {
+		return nil, err
+	}
+	// A list read cut short at the limit is not cached: it names an arbitrary part of the list.
+	if cacheErr == nil && len(ids) < MaxConversationsPerUser {
+		if err := l.cache.FillConversationList(ctx, userID, cached.Version, ids); err != nil {
+			l.opts.Logger.WarnContext(ctx, "filling the conversation list cache failed", "err", err)
+		}
+	}
+	return ids, nil
+}
+
+// AddUserConversations puts conversations on users' lists: MongoDB, then the cached lists. The
+// caller acknowledges its write only after this returns, so that no list read after the
+// acknowledgement misses the conversation.
+func (l *Ledger) AddUserConversations(ctx context.Context, entries []chunkstore.UserConversation) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	if err := l.store.AddUserConversations(ctx, entries); err != nil {
+		return err
+	}
+	byUser := map[string][]string{}
+	for _, e := range entries {
+		byUser[e.UserID] = append(byUser[e.UserID], e.ConversationID)
+	}
+	return l.cache.AddToConversationLists(ctx, byUser, MaxConversationsPerUser)
 }
 
 // Role returns userID's role in a group conversation, 0 when they are not a member or the
@@ -90,12 +131,12 @@ func (l *Ledger) SetGroup(ctx context.Context, groupID string, members []im.Grou
 		if err := l.store.RemoveUserConversation(ctx, conv, gone); err != nil {
 			return err
 		}
+		if err := l.cache.RemoveFromConversationLists(ctx, conv, gone); err != nil {
+			return err
+		}
 	}
 	if err := l.store.SetGroupMembers(ctx, groupID, stored); err != nil {
 		return err
 	}
-	if err := l.store.AddUserConversations(ctx, entries); err != nil {
-		return err
-	}
-	return nil
+	return l.AddUserConversations(ctx, entries)
 }

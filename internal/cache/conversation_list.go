@@ -1,0 +1,140 @@
+package cache
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Each user's conversation list (the IDs on MongoDB's user_conversation list) is cached as a
+// set, with an empty member marking a filled list (so that an empty list is cached too), and a
+// version beside it that every change moves: a reader's fill from MongoDB is dropped when the
+// version moved since the reader looked, so it never puts back a list older than a change.
+// Changes apply to a cached set in place (a send to a known conversation changes nothing), so
+// an active user's list stays cached.
+
+// listFilled is the member that marks a set as a filled list; conversation IDs are never empty.
+const listFilled = ""
+
+func (c *Cache) listKeys(userID string) []string {
+	return []string{c.opts.Prefix + "{u:" + userID + "}:convs", c.opts.Prefix + "{u:" + userID + "}:convsv"}
+}
+
+// ConversationList is a user's cached conversation list: the IDs (Cached false on a miss) and
+// the version the reader saw, to be handed back to FillConversationList.
+type ConversationList struct {
+	IDs     []string
+	Cached  bool
+	Version string
+}
+
+// GetConversationList reads a user's conversation list in one round trip.
+func (c *Cache) GetConversationList(ctx context.Context, userID string) (ConversationList, error) {
+	keys := c.listKeys(userID)
+	pipe := c.rdb.Pipeline()
+	members := pipe.SMembers(ctx, keys[0])
+	version := pipe.Get(ctx, keys[1])
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return ConversationList{}, cacheError("get conversation list", err)
+	}
+	var out ConversationList
+	out.Version, _ = version.Result()
+	ids, _ := members.Result()
+	if len(ids) == 0 {
+		return out, nil
+	}
+	out.Cached = true
+	out.IDs = make([]string, 0, len(ids)-1)
+	for _, id := range ids {
+		if id != listFilled {
+			out.IDs = append(out.IDs, id)
+		}
+	}
+	return out, nil
+}
+
+// fillList caches a list read from MongoDB only while the version is the one the reader saw
+// ("" = none). Members go in steps, as Lua's unpack is bounded.
+var fillList = redis.NewScript(`
+local v = redis.call('GET', KEYS[2])
+if not ((v == false and ARGV[1] == '') or v == ARGV[1]) then
+  return 0
+end
+redis.call('DEL', KEYS[1])
+redis.call('SADD', KEYS[1], '')
+for i = 3, #ARGV, 500 do
+  redis.call('SADD', KEYS[1], unpack(ARGV, i, math.min(i + 499, #ARGV)))
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if v then
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+end
+return 1`)
+
+// FillConversationList caches a user's list read from MongoDB after GetConversationList
+// answered a miss with version, unless a change came meanwhile. The caller does not cache a
+// list its read may have cut short.
+func (c *Cache) FillConversationList(ctx context.Context, userID, version string, ids []string) error {
+	args := make([]any, 0, len(ids)+2)
+	args = append(args, version, ms(c.opts.StateTTL))
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	return cacheError("fill conversation list", fillList.Run(ctx, c.rdb, c.listKeys(userID), args...).Err())
+}
+
+// changeList moves a list's version and, when the list is cached, adds or removes members; a
+// list that grows past ARGV[3] members (the empty marker aside) is dropped instead.
+var changeList = redis.NewScript(`
+redis.call('INCR', KEYS[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  for i = 4, #ARGV, 500 do
+    redis.call(ARGV[2], KEYS[1], unpack(ARGV, i, math.min(i + 499, #ARGV)))
+  end
+  if redis.call('SCARD', KEYS[1]) > tonumber(ARGV[3]) + 1 then
+    redis.call('DEL', KEYS[1])
+  else
+    redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  end
+end
+return 1`)
+
+// AddToConversationLists puts conversations on users' cached lists (byUser: user ID → the
+// conversation IDs added), in one round trip. A list that grows past limit IDs is dropped
+// from the cache: such a user's list is read from MongoDB, which reads at most limit. It must be
+// called after every MongoDB write that adds entries, before the write is acknowledged.
+func (c *Cache) AddToConversationLists(ctx context.Context, byUser map[string][]string, limit int) error {
+	return c.changeLists(ctx, "SADD", byUser, limit)
+}
+
+// RemoveFromConversationLists takes a conversation off users' cached lists, in one round
+// trip; called after MongoDB's entries are gone.
+func (c *Cache) RemoveFromConversationLists(ctx context.Context, conversationID string, userIDs []string) error {
+	byUser := make(map[string][]string, len(userIDs))
+	for _, u := range userIDs {
+		byUser[u] = []string{conversationID}
+	}
+	return c.changeLists(ctx, "SREM", byUser, 0)
+}
+
+func (c *Cache) changeLists(ctx context.Context, command string, byUser map[string][]string, limit int) error {
+	if len(byUser) == 0 {
+		return nil
+	}
+	pipe := c.rdb.Pipeline()
+	for user, convs := range byUser {
+		args := make([]any, 0, len(convs)+2)
+		if command == "SREM" {
+			limit = 1 << 30 // removing never grows a list
+		}
+		args = append(args, ms(c.opts.StateTTL), command, limit)
+		for _, id := range convs {
+			args = append(args, id)
+		}
+		changeList.Eval(ctx, pipe, c.listKeys(user), args...)
+	}
+	_, err := pipe.Exec(ctx)
+	return cacheError("change conversation lists", err)
+}
