@@ -23,6 +23,7 @@ type Loaders struct {
 	// convs answers for the conversations: their ID rules, and the viewer's conversation list
 	// with states, read at most once per request however many fields (totalUnread,
 	// conversations, syncState) need it.
+	source   history.ChunkSource
 	convs    ConversationSource
 	viewer   string
 	listOnce gosync.Once
@@ -55,6 +56,13 @@ func (l *Loaders) LoadChunks(ctx context.Context, docIDs []string) ([]*im.Chunk,
 // LoadChunkRefs is LoadChunks with the chunks version each reader read with its state, so
 // that the source beneath may answer from its copies (history.VersionedChunkSource).
 func (l *Loaders) LoadChunkRefs(ctx context.Context, refs []history.ChunkRef) ([]*im.Chunk, error) {
+	// Chunks the source holds in memory under the versions named need no round trip, so they
+	// need not wait for sibling resolvers to fill a batch either.
+	if m, ok := l.source.(history.RememberingChunkSource); ok {
+		if chunks, all := m.Remembered(refs); all {
+			return chunks, nil
+		}
+	}
 	return l.chunks.LoadMany(ctx, refs)
 }
 
@@ -98,6 +106,7 @@ func (o LoaderOptions) withDefaults() LoaderOptions {
 func NewLoaders(chunks history.ChunkSource, convs ConversationSource, viewer string, o LoaderOptions) *Loaders {
 	o = o.withDefaults()
 	return &Loaders{
+		source: chunks,
 		convs:  convs,
 		viewer: viewer,
 		chunks: newBatcher(o, "chunks", chunkBatch(chunks)),

@@ -121,3 +121,24 @@ func (r *CachedChunks) LoadChunkRefs(ctx context.Context, refs []ChunkRef) ([]*i
 	}
 	return out, nil
 }
+
+// Remembered returns the chunks Memory holds under refs' versions, and whether it holds all of
+// them (then no round trip is needed, and no batch worth waiting for).
+func (r *CachedChunks) Remembered(refs []ChunkRef) ([]*im.Chunk, bool) {
+	if r.Memory == nil {
+		return nil, false
+	}
+	out := make([]*im.Chunk, len(refs))
+	for i, ref := range refs {
+		if ref.Version == "" {
+			return nil, false
+		}
+		if out[i] = r.Memory.Peek(ref.DocID, ref.Version); out[i] == nil {
+			return nil, false
+		}
+	}
+	for _, ref := range refs {
+		r.Memory.Get(ref.DocID, ref.Version) // counts the hits and refreshes their recency
+	}
+	return out, true
+}

@@ -70,6 +70,17 @@ func (m *ChunkMemory) Get(docID, version string) *im.Chunk {
 	return el.Value.(*memoryEntry).chunk
 }
 
+// Peek returns the copy of docID read under version, or nil, without counting the lookup or
+// changing the recency.
+func (m *ChunkMemory) Peek(docID, version string) *im.Chunk {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if el, ok := m.entries[docID]; ok && el.Value.(*memoryEntry).version == version {
+		return el.Value.(*memoryEntry).chunk
+	}
+	return nil
+}
+
 // Put keeps c, read after the reader saw version, in place of any older copy of its document.
 func (m *ChunkMemory) Put(version string, c *im.Chunk) {
 	size := chunkBytes(c)

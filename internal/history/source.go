@@ -42,6 +42,15 @@ type VersionedChunkSource interface {
 	LoadChunkRefs(ctx context.Context, refs []ChunkRef) ([]*im.Chunk, error)
 }
 
+// RememberingChunkSource is a VersionedChunkSource that can say at once, without asking
+// anything, which chunks it holds under the versions named.
+type RememberingChunkSource interface {
+	VersionedChunkSource
+	// Remembered returns the chunks held under refs' versions, aligned with refs, and
+	// whether it holds every one of them.
+	Remembered(refs []ChunkRef) ([]*im.Chunk, bool)
+}
+
 // StateSource is where one viewer's seq state comes from.
 type StateSource interface {
 	// LoadState returns the viewer's seq state in the conversation.
