@@ -246,12 +246,13 @@ func coldPages(ctx context.Context, client *http.Client, g *gateway.Gateway, t t
 	}
 	docIDs = append(docIDs, im.DocID(longConversation(), longLength))
 	var r result
+	var body bytes.Buffer
 	for range n {
 		if err := g.Cache.InvalidateChunks(ctx, docIDs); err != nil {
 			return result{}, err
 		}
 		began := time.Now()
-		if err := roundTrip(ctx, client, t); err != nil {
+		if err := roundTrip(ctx, client, t, &body); err != nil {
 			return result{}, err
 		}
 		d := time.Since(began)

@@ -52,7 +52,8 @@ func (r result) merge(o result) result {
 }
 
 // drive sends t's request from concurrency workers, each waiting for its answer before the
-// next, for d. A request that fails or answers anything but 200 counts as an error. Requests
+// next, for d. A request that fails, answers anything but 200 or answers GraphQL errors
+// counts as an error. Requests
 // in flight when d ends are let finish (and counted), so the handler never sees a client leave.
 func drive(ctx context.Context, client *http.Client, t target, concurrency int, d time.Duration) result {
 	var mu sync.Mutex
@@ -65,9 +66,10 @@ func drive(ctx context.Context, client *http.Client, t target, concurrency int, 
 		go func() {
 			defer wg.Done()
 			var own result
+			var body bytes.Buffer
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				began := time.Now()
-				if err := roundTrip(ctx, client, t); err != nil {
+				if err := roundTrip(ctx, client, t, &body); err != nil {
 					own.errors++
 					continue
 				}
@@ -87,8 +89,12 @@ func drive(ctx context.Context, client *http.Client, t target, concurrency int, 
 	return total
 }
 
-// roundTrip sends one request and reads the whole answer.
-func roundTrip(ctx context.Context, client *http.Client, t target) error {
+// errorsMember is how a GraphQL answer with errors starts them.
+var errorsMember = []byte(`"errors":`)
+
+// roundTrip sends one request and reads the whole answer into body: an error when the request
+// fails or the answer is not a 200 without GraphQL errors.
+func roundTrip(ctx context.Context, client *http.Client, t target, body *bytes.Buffer) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(t.body))
 	if err != nil {
 		return err
@@ -102,11 +108,15 @@ func roundTrip(ctx context.Context, client *http.Client, t target) error {
 		return err
 	}
 	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+	body.Reset()
+	if _, err := body.ReadFrom(resp.Body); err != nil {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	if bytes.Contains(body.Bytes(), errorsMember) {
+		return fmt.Errorf("GraphQL errors: %.200s", body.Bytes())
 	}
 	return nil
 }
