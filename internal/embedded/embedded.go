@@ -21,6 +21,12 @@ import (
 // waits for it to finish and is safe to call more than once. A nil logger means
 // slog.Default().
 func StartFerretDB(ctx context.Context, dataDir string, logger *slog.Logger) (uri string, stop func() error, err error) {
+	return StartFerretDBOn(ctx, dataDir, "127.0.0.1:0", logger)
+}
+
+// StartFerretDBOn is StartFerretDB listening on addr: a fixed port lets a process that runs
+// it be stopped and started again at the same address.
+func StartFerretDBOn(ctx context.Context, dataDir, addr string, logger *slog.Logger) (uri string, stop func() error, err error) {
 	dir, err := filepath.Abs(filepath.Join(dataDir, "ferretdb"))
 	if err != nil {
 		return "", nil, err
@@ -33,7 +39,7 @@ func StartFerretDB(ctx context.Context, dataDir string, logger *slog.Logger) (ur
 	}
 
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
+		Listener:  ferretdb.ListenerConfig{TCP: addr},
 		Logger:    logger,
 		Handler:   "sqlite",
 		SQLiteURL: "file:" + dir + "/",

@@ -109,42 +109,52 @@ func launchFerretDB() (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(root, "ferretdbserver")
-
-	goBin, err := findGo()
-	if err != nil {
+	if err := buildFerretDBServer(bin); err != nil {
 		_ = os.RemoveAll(root)
 		return "", err
-	}
-	build := exec.Command(goBin, "build", "-o", bin, ferretdbServerPkg)
-	build.Env = append(os.Environ(), "GOFLAGS="+withoutRace(os.Getenv("GOFLAGS")))
-	if out, err := build.CombinedOutput(); err != nil {
-		_ = os.RemoveAll(root)
-		return "", fmt.Errorf("go build %s: %w\n%s", ferretdbServerPkg, err, out)
 	}
 
-	logs := &syncBuffer{}
-	cmd := exec.Command(bin, "-dir", filepath.Join(root, "data"), "-remove-on-exit", root)
-	cmd.Stderr = logs
-	// SIGTERM rather than SIGKILL so the child can still delete its scratch
-	// dir; it force-exits shortly after anyway.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	stdin, err := cmd.StdinPipe()
+	proc, err := startFerretDBProcess(bin, "-dir", filepath.Join(root, "data"), "-remove-on-exit", root)
 	if err != nil {
-		_ = os.RemoveAll(root)
-		return "", err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		_ = os.RemoveAll(root)
-		return "", err
-	}
-	if err := cmd.Start(); err != nil {
 		_ = os.RemoveAll(root)
 		return "", err
 	}
 	// Never closed or released: the child's lifetime is the test binary's,
 	// and the open pipe is what keeps it running.
-	keepAlive = stdin
+	keepAlive = proc.stdin
+	return proc.uri, nil
+}
+
+// ferretDBProcess is a running ferretdbserver: it exits when its stdin closes.
+type ferretDBProcess struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	uri    string
+	exited chan struct{}
+	logs   *syncBuffer
+}
+
+// startFerretDBProcess runs bin with args and waits for the URI it prints once it accepts
+// connections.
+func startFerretDBProcess(bin string, args ...string) (*ferretDBProcess, error) {
+	p := &ferretDBProcess{logs: &syncBuffer{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stderr = p.logs
+	// SIGTERM rather than SIGKILL so the child can still delete its scratch
+	// dir; it force-exits shortly after anyway.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	stdin, err := p.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	p.stdin = stdin
 
 	lines := make(chan string, 1)
 	go func() {
@@ -158,22 +168,39 @@ func launchFerretDB() (string, error) {
 		// Keep draining so a chatty child never blocks on a full pipe.
 		_, _ = io.Copy(io.Discard, stdout)
 		close(lines)
+		_ = p.cmd.Wait()
+		close(p.exited)
 	}()
 
 	select {
 	case uri, ok := <-lines:
 		if ok {
-			return uri, nil
+			p.uri = uri
+			return p, nil
 		}
-		_ = cmd.Wait()
-		return "", fmt.Errorf("ferretdbserver exited before becoming ready: %s", logs.String())
+		<-p.exited
+		return nil, fmt.Errorf("ferretdbserver exited before becoming ready: %s", p.logs.String())
 	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		return "", fmt.Errorf("ferretdbserver not ready after 60s: %s", logs.String())
+		_ = p.cmd.Process.Kill()
+		return nil, fmt.Errorf("ferretdbserver not ready after 60s: %s", p.logs.String())
 	}
 }
 
 var keepAlive io.WriteCloser
+
+// buildFerretDBServer builds the ferretdbserver command into bin, without -race.
+func buildFerretDBServer(bin string) error {
+	goBin, err := findGo()
+	if err != nil {
+		return err
+	}
+	build := exec.Command(goBin, "build", "-o", bin, ferretdbServerPkg)
+	build.Env = append(os.Environ(), "GOFLAGS="+withoutRace(os.Getenv("GOFLAGS")))
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", ferretdbServerPkg, err, out)
+	}
+	return nil
+}
 
 // withoutRace drops -race from GOFLAGS: a race-instrumented FerretDB would
 // defeat the point of running it out of process.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/msggate/msggate/internal/testenv"
 )
@@ -87,5 +89,46 @@ func TestMongoParallel(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// Ensure a FerretDB server of its own keeps its port and its data across a crash (SIGKILL)
+// and a graceful stop, each followed by a restart.
+func TestFerretDBServerRestarts(t *testing.T) {
+	s, err := testenv.StartFerretDBServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	client, err := mongo.Connect(options.Client().ApplyURI(s.URI()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = client.Disconnect(context.Background()) }()
+	coll := client.Database("restarts").Collection("docs")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: "kept"}}); err != nil {
+		t.Fatal(err)
+	}
+	uri := s.URI()
+	for _, end := range []struct {
+		name string
+		do   func()
+	}{{"kill", s.Kill}, {"stop", s.Stop}} {
+		end.do()
+		if err := client.Ping(ctx, nil); err == nil {
+			t.Fatalf("after %s the server still answers", end.name)
+		}
+		if err := s.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		if s.URI() != uri {
+			t.Fatalf("after %s the URI moved from %s to %s", end.name, uri, s.URI())
+		}
+		var doc struct{ V string }
+		if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&doc); err != nil || doc.V != "kept" {
+			t.Fatalf("after %s and a restart: %+v, %v", end.name, doc, err)
+		}
 	}
 }

@@ -25,15 +25,16 @@ import (
 func main() {
 	dir := flag.String("dir", "", "SQLite data directory (created if missing)")
 	removeOnExit := flag.String("remove-on-exit", "", "directory to delete on exit (test scratch space)")
+	addr := flag.String("addr", "127.0.0.1:0", "listen address (port 0: any free one)")
 	flag.Parse()
 
-	if err := run(*dir, *removeOnExit); err != nil {
+	if err := run(*dir, *addr, *removeOnExit); err != nil {
 		fmt.Fprintln(os.Stderr, "ferretdbserver:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, removeOnExit string) error {
+func run(dir, addr, removeOnExit string) error {
 	if dir == "" {
 		return fmt.Errorf("-dir is required")
 	}
@@ -58,7 +59,7 @@ func run(dir, removeOnExit string) error {
 	// output; warnings and errors still reach the parent via stderr.
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	uri, stopFerret, err := embedded.StartFerretDB(ctx, dir, logger)
+	uri, stopFerret, err := embedded.StartFerretDBOn(ctx, dir, addr, logger)
 	if err != nil {
 		return err
 	}
