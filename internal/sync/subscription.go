@@ -206,8 +206,9 @@ func (s *Subscription) Close() {
 // nil), then live ones, in position order with no gap and no duplicate. When since cannot be
 // served (or the log is lost while streaming) it sends one TOO_LONG event and returns nil.
 // It returns ErrSlowConsumer when one event waited for the subscriber longer than the stall
-// timeout, and the context's cause when the caller's context ends. send must give up when its
-// context ends.
+// timeout, and the context's cause when the caller's context ends. While Redis is unavailable
+// after the stream started, it keeps retrying the log instead of ending. send must give up
+// when its context ends.
 func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Event) error) error {
 	ctx := s.ctx
 	stall := s.hub.opts.StallTimeout
@@ -262,37 +263,70 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 		}
 		return err
 	}
-	if ok, err := catchUp(); !ok {
-		return stop(err)
+	// retry is armed while the log cannot be read: Redis restarting or failing over is not a
+	// reason to end the stream, and the client's token stays valid (or turns into TOO_LONG
+	// once Redis is back without the log).
+	retry := time.NewTimer(0)
+	retry.Stop()
+	backoff := time.Duration(0)
+	// resume runs catchUp and reports whether the subscription goes on.
+	resume := func() error {
+		ok, err := catchUp()
+		switch {
+		case ok:
+			backoff = 0
+			return nil
+		case err != nil && im.ErrorCode(err) == im.EUNAVAILABLE && ctx.Err() == nil:
+			backoff = min(max(2*backoff, catchUpRetryMin), catchUpRetryMax)
+			retry.Reset(backoff)
+			return nil
+		default:
+			return stop(err)
+		}
+	}
+	defer retry.Stop()
+	if err := resume(); err != nil {
+		return err
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
+		case <-retry.C:
+			if err := resume(); err != nil {
+				return err
+			}
 		case <-s.overflow:
 			// Events were left out of live: what is queued is older than them, and the log
 			// has everything.
 			for len(s.live) > 0 {
 				<-s.live
 			}
-			if ok, err := catchUp(); !ok {
-				return stop(err)
+			if err := resume(); err != nil {
+				return err
 			}
 		case ev := <-s.live:
 			switch {
 			case ev != nil && ev.Epoch == last.Epoch && ev.Position <= last.Position:
 				// Already sent, from the log.
-			case ev != nil && ev.Epoch == last.Epoch && ev.Position == last.Position+1:
+			case ev != nil && ev.Epoch == last.Epoch && ev.Position == last.Position+1 && backoff == 0:
 				if err := deliver(*ev); err != nil {
 					return stop(err)
 				}
 				last = ev.Token()
 			default:
 				// A gap, a new log, or a hint that events were missed: the log knows.
-				if ok, err := catchUp(); !ok {
-					return stop(err)
+				if err := resume(); err != nil {
+					return err
 				}
 			}
 		}
 	}
 }
+
+// The wait between attempts to read the log while Redis is unavailable, doubling from min to
+// max.
+const (
+	catchUpRetryMin = 100 * time.Millisecond
+	catchUpRetryMax = 2 * time.Second
+)
