@@ -7,6 +7,7 @@
 //	msggate token -user U       print a bearer token for user U
 //	msggate group|seed|import|retention|sync-client ...   see README.md
 //	msggate bench [flags]       measure the read path against baseline handlers
+//	msggate loadfault [flags]   run two gateways under load and faults, then check and report
 package main
 
 import (
@@ -55,6 +56,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cli.SyncClient(ctx, args, stdout, stderr)
 	case "bench":
 		return cli.Bench(ctx, args, stdout, stderr)
+	case "loadfault":
+		return cli.LoadFault(ctx, args, stdout, stderr)
 	}
-	return fmt.Errorf("unknown command %q (commands: serve, token, group, seed, import, retention, sync-client, bench)", cmd)
+	return fmt.Errorf("unknown command %q (commands: serve, token, group, seed, import, retention, sync-client, bench, loadfault)", cmd)
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,65 +47,6 @@ func serverReplica(t *testing.T, g *gatewaytest.Gateway, token string) syncclien
 		}
 		out.Conversations[id] = conv
 	}
-	return out
-}
-
-// replicaDiff describes how a device's replica differs from the server's state ("" if not).
-func replicaDiff(got, want syncclient.Replica) string {
-	var d []string
-	if got.TotalUnread != want.TotalUnread {
-		d = append(d, fmt.Sprintf("totalUnread %d, server %d", got.TotalUnread, want.TotalUnread))
-	}
-	ids := map[string]bool{}
-	for id := range got.Conversations {
-		ids[id] = true
-	}
-	for id := range want.Conversations {
-		ids[id] = true
-	}
-	sorted := make([]string, 0, len(ids))
-	for id := range ids {
-		sorted = append(sorted, id)
-	}
-	sort.Strings(sorted)
-	for _, id := range sorted {
-		g, okG := got.Conversations[id]
-		w, okW := want.Conversations[id]
-		switch {
-		case !okG:
-			d = append(d, fmt.Sprintf("%s: missing from the replica (server %+v)", id, w.Counters))
-			continue
-		case !okW:
-			d = append(d, fmt.Sprintf("%s: not on the server (replica %+v)", id, g.Counters))
-			continue
-		}
-		if g.Counters != w.Counters {
-			d = append(d, fmt.Sprintf("%s: counters %+v, server %+v", id, g.Counters, w.Counters))
-		}
-		if !reflect.DeepEqual(g.Messages, w.Messages) {
-			for _, s := range unionSeqs(g.Messages, w.Messages) {
-				if gm, wm := g.Messages[s], w.Messages[s]; gm != wm {
-					d = append(d, fmt.Sprintf("%s seq %d: replica %+v, server %+v", id, s, gm, wm))
-				}
-			}
-		}
-	}
-	return strings.Join(d, "\n")
-}
-
-func unionSeqs(a, b map[int64]syncclient.Message) []int64 {
-	set := map[int64]bool{}
-	for s := range a {
-		set[s] = true
-	}
-	for s := range b {
-		set[s] = true
-	}
-	out := make([]int64, 0, len(set))
-	for s := range set {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
 
@@ -437,7 +376,7 @@ func TestSyncConvergence(t *testing.T) {
 		want[u] = serverReplica(t, gws[0], tokens[u])
 	}
 	for _, d := range devices {
-		if diff := replicaDiff(d.client.Replica(), want[d.user]); diff != "" {
+		if diff := syncclient.Diff(d.client.Replica(), want[d.user]); diff != "" {
 			t.Errorf("%s, caught up live, differs from the server:\n%s", d.name, diff)
 		}
 	}
@@ -450,7 +389,7 @@ func TestSyncConvergence(t *testing.T) {
 		if err := d.client.Sync(context.Background()); err != nil {
 			t.Fatalf("%s: final Sync: %v", d.name, err)
 		}
-		if diff := replicaDiff(d.client.Replica(), want[d.user]); diff != "" {
+		if diff := syncclient.Diff(d.client.Replica(), want[d.user]); diff != "" {
 			t.Errorf("%s, after a final Sync, differs from the server:\n%s", d.name, diff)
 		}
 		t.Logf("%s: %d conversations, %d unread, requests %v", d.name, len(want[d.user].Conversations), want[d.user].TotalUnread, d.client.Requests())

@@ -1,0 +1,57 @@
+package loadfault
+
+import (
+	"io"
+	"time"
+)
+
+// Options configures a run. The zero value is usable: it is the full run.
+type Options struct {
+	// Duration is how long the load runs. Default 60s.
+	Duration time.Duration
+	// Users is how many users load the gateways, each with two devices. Default 200.
+	Users int
+	// Think is the mean pause of a user between two operations. Default 1s.
+	Think time.Duration
+	// FaultRounds is how many times each kind of fault is injected. Default 1; negative: none.
+	FaultRounds int
+	// Seed makes the run's choices repeatable. Default: from the clock.
+	Seed int64
+	// Dir holds the run's processes' files. Default: a new temporary directory, removed after.
+	Dir string
+	// Gateway is the command line that starts one gateway instance, to which the harness adds
+	// serve's flags (-addr, -mongo-uri, -redis-url, ...). Default: this executable's "serve".
+	Gateway []string
+	// GatewayEnv is added to each gateway process's environment.
+	GatewayEnv []string
+	// Out receives progress lines and the report. Default: discarded.
+	Out io.Writer
+}
+
+func (o Options) withDefaults() Options {
+	if o.Duration <= 0 {
+		o.Duration = 60 * time.Second
+	}
+	if o.Users <= 0 {
+		o.Users = 200
+	}
+	if o.Think <= 0 {
+		o.Think = time.Second
+	}
+	if o.FaultRounds == 0 {
+		o.FaultRounds = 1
+	}
+	if o.Seed == 0 {
+		o.Seed = time.Now().UnixNano()
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	return o
+}
+
+// devicesPerUser is how many sync clients each user keeps live.
+const devicesPerUser = 2
+
+// instances is how many gateway processes share the stores.
+const instances = 2

@@ -1,0 +1,347 @@
+package loadfault
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"time"
+)
+
+// The operations of the load, by name as the report shows them.
+const (
+	opSend     = "send"
+	opHistory  = "history page"
+	opMessages = "messages by seq"
+	opMarkRead = "mark read"
+	opRevoke   = "revoke"
+	opDelete   = "delete"
+	opList     = "conversation list"
+)
+
+// opWeights is the load's mix, out of 100.
+var opWeights = []struct {
+	op     string
+	weight int
+}{
+	{opSend, 30}, {opHistory, 20}, {opMessages, 13}, {opMarkRead, 15},
+	{opRevoke, 5}, {opDelete, 7}, {opList, 10},
+}
+
+const (
+	sendMutation     = `mutation($in: SendMessageInput!) { sendMessage(input: $in) { conversationID seq content sendID } }`
+	historyQuery     = `query($c: ID!) { conversation(id: $c) { maxSeq readSeq unreadCount history(limit: 30) { messages { seq status sendID content } } } }`
+	messagesQuery    = `query($c: ID!, $s: [Int64!]!) { messages(conversationID: $c, seqs: $s) { seq status sendID content } }`
+	markReadMutation = `mutation($c: ID!) { markConversationRead(conversationID: $c) { maxSeq readSeq unreadCount } }`
+	revokeMutation   = `mutation($c: ID!, $s: Int64!) { revokeMessage(conversationID: $c, seq: $s) { seq status } }`
+	deleteMutation   = `mutation($c: ID!, $s: [Int64!]!, $all: Boolean) { deleteMessages(conversationID: $c, seqs: $s, forEveryone: $all) { seq status } }`
+	listQuery        = `{ viewer { totalUnread conversations(first: 20) { nodes { id maxSeq readSeq unreadCount } } } }`
+)
+
+// wireMessage is a message as the load's queries select it.
+type wireMessage struct {
+	Seq     int64   `json:"seq"`
+	Status  string  `json:"status"`
+	SendID  *string `json:"sendID"`
+	Content *string `json:"content"`
+}
+
+// counters are a conversation's numbers as an answer gives them.
+type counters struct {
+	ID          string `json:"id"`
+	MaxSeq      int64  `json:"maxSeq"`
+	ReadSeq     int64  `json:"readSeq"`
+	UnreadCount int64  `json:"unreadCount"`
+}
+
+// worker is one user's app: it runs operations one after another, so its answers are in
+// order and what it saw last must never go back.
+type worker struct {
+	u         *user
+	rng       *rand.Rand
+	instances []string
+	client    *graphQLClient
+	rec       *recorder
+	sends     *sendLedger
+	think     time.Duration
+	// lastRead is the highest read seq any answer gave this user, by conversation.
+	lastRead map[string]int64
+	sent     int
+}
+
+// run does operations until load ends; a send under way when it does is retried until it is
+// answered or drain ends.
+func (w *worker) run(load, drain context.Context) {
+	for sleepCtx(load, w.pause()) {
+		conv := w.u.convs[w.rng.Intn(len(w.u.convs))]
+		switch w.pickOp() {
+		case opSend:
+			w.send(drain, conv)
+		case opHistory:
+			w.history(load, conv)
+		case opMessages:
+			w.messages(load, conv)
+		case opMarkRead:
+			w.markRead(load, conv)
+		case opRevoke:
+			w.revoke(load, conv)
+		case opDelete:
+			w.delete(load, conv)
+		case opList:
+			w.list(load)
+		}
+	}
+}
+
+// pause is a think time drawn around the mean, so users do not move in step.
+func (w *worker) pause() time.Duration {
+	return time.Duration((0.5 + w.rng.Float64()) * float64(w.think))
+}
+
+func (w *worker) pickOp() string {
+	n := w.rng.Intn(100)
+	for _, o := range opWeights {
+		if n < o.weight {
+			return o.op
+		}
+		n -= o.weight
+	}
+	return opList
+}
+
+// instance picks the gateway for an attempt: at random for a first attempt, then the other
+// ones in turn, as a client behind a load balancer that retries elsewhere would.
+func (w *worker) instance(first, attempt int) string {
+	return w.instances[(first+attempt)%len(w.instances)]
+}
+
+// call sends one request to a random instance and records it.
+func (w *worker) call(ctx context.Context, op, query string, vars map[string]any, out any, allowed ...string) (ok bool, began time.Time) {
+	began = time.Now()
+	code, err := w.client.call(ctx, w.instance(w.rng.Intn(len(w.instances)), 0), w.u.token, query, vars, out)
+	if ctx.Err() != nil && code != "" {
+		return false, began // the run ended under it: not the gateway's failure
+	}
+	for _, a := range allowed {
+		if code == a {
+			code = ""
+		}
+	}
+	w.rec.record(op, began, code, err)
+	return code == "", began
+}
+
+// send sends one message, retrying with the same clientMsgID on any failure until it is
+// answered or ctx ends.
+func (w *worker) send(ctx context.Context, conv *conversation) {
+	w.sent++
+	s := &sendRecord{conv: conv, sender: w.u.id,
+		clientMsgID: fmt.Sprintf("%s-%d", w.u.id, w.sent),
+		content:     fmt.Sprintf("%s #%d in %s", w.u.id, w.sent, conv.id)}
+	w.sends.add(s)
+	in := map[string]any{"contentType": 101, "content": s.content, "clientMsgID": s.clientMsgID}
+	if conv.groupID != "" {
+		in["groupID"] = conv.groupID
+	} else {
+		for _, m := range conv.members {
+			if m != w.u.id {
+				in["recvID"] = m
+			}
+		}
+	}
+	first := w.rng.Intn(len(w.instances))
+	backoff := 100 * time.Millisecond
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		var out struct {
+			SendMessage struct {
+				ConversationID string `json:"conversationID"`
+				Seq            int64  `json:"seq"`
+				Content        string `json:"content"`
+				SendID         string `json:"sendID"`
+			} `json:"sendMessage"`
+		}
+		began := time.Now()
+		code, err := w.client.call(ctx, w.instance(first, attempt), w.u.token, sendMutation, map[string]any{"in": in}, &out)
+		if ctx.Err() != nil && code != "" {
+			return
+		}
+		w.rec.record(opSend, began, code, err)
+		if code == "" {
+			m := out.SendMessage
+			if m.ConversationID != conv.id || m.Content != s.content || m.SendID != w.u.id || m.Seq < 1 {
+				w.rec.violate("send %s answered %+v, want conversation %s, content %q, sender %s, a seq",
+					s.clientMsgID, m, conv.id, s.content, w.u.id)
+			}
+			if prev := w.sends.ack(s, m.Seq); prev != nil {
+				w.rec.violate("%s seq %d answered to two sends: %s and %s", conv.id, m.Seq, prev.clientMsgID, s.clientMsgID)
+			}
+			w.lastRead[conv.id] = max(w.lastRead[conv.id], m.Seq)
+			return
+		}
+		s.failures++
+		if !sleepCtx(ctx, backoff) {
+			return
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+func (w *worker) history(ctx context.Context, conv *conversation) {
+	var out struct {
+		Conversation struct {
+			counters
+			History struct {
+				Messages []wireMessage `json:"messages"`
+			} `json:"history"`
+		} `json:"conversation"`
+	}
+	ok, began := w.call(ctx, opHistory, historyQuery, map[string]any{"c": conv.id}, &out)
+	if !ok {
+		return
+	}
+	c := out.Conversation.counters
+	c.ID = conv.id
+	w.checkCounters(opHistory, c)
+	w.checkMessages(opHistory, conv, began, out.Conversation.History.Messages)
+}
+
+func (w *worker) messages(ctx context.Context, conv *conversation) {
+	picked := w.sends.pickAcked(w.rng, conv, 10, "")
+	if len(picked) == 0 {
+		return
+	}
+	seqs := make([]int64, len(picked))
+	for i, s := range picked {
+		seqs[i] = s.seq
+	}
+	var out struct {
+		Messages []wireMessage `json:"messages"`
+	}
+	ok, began := w.call(ctx, opMessages, messagesQuery, map[string]any{"c": conv.id, "s": seqs}, &out)
+	if !ok {
+		return
+	}
+	if len(out.Messages) != len(seqs) {
+		w.rec.violate("%s: messages%v answered %d messages for %d acknowledged seqs", w.u.id, seqs, len(out.Messages), len(seqs))
+	}
+	w.checkMessages(opMessages, conv, began, out.Messages)
+}
+
+func (w *worker) markRead(ctx context.Context, conv *conversation) {
+	var out struct {
+		MarkConversationRead counters `json:"markConversationRead"`
+	}
+	if ok, _ := w.call(ctx, opMarkRead, markReadMutation, map[string]any{"c": conv.id}, &out); ok {
+		c := out.MarkConversationRead
+		c.ID = conv.id
+		w.checkCounters(opMarkRead, c)
+	}
+}
+
+// revoke revokes one of the user's own messages. NOT_FOUND is a legitimate answer: the
+// message was deleted for everyone meanwhile.
+func (w *worker) revoke(ctx context.Context, conv *conversation) {
+	picked := w.sends.pickAcked(w.rng, conv, 1, w.u.id)
+	if len(picked) == 0 {
+		return
+	}
+	s := picked[0]
+	var out struct {
+		RevokeMessage wireMessage `json:"revokeMessage"`
+	}
+	if ok, _ := w.call(ctx, opRevoke, revokeMutation, map[string]any{"c": conv.id, "s": s.seq}, &out, "NOT_FOUND"); ok && out.RevokeMessage.Status != "" {
+		w.sends.markRevoked(s)
+	}
+}
+
+// delete deletes a message for the user, or one of their own for everyone.
+func (w *worker) delete(ctx context.Context, conv *conversation) {
+	forEveryone := w.rng.Intn(3) == 0
+	owner := ""
+	if forEveryone {
+		owner = w.u.id
+	}
+	picked := w.sends.pickAcked(w.rng, conv, 1, owner)
+	if len(picked) == 0 {
+		return
+	}
+	s := picked[0]
+	var out struct {
+		DeleteMessages []wireMessage `json:"deleteMessages"`
+	}
+	vars := map[string]any{"c": conv.id, "s": []int64{s.seq}, "all": forEveryone}
+	if ok, _ := w.call(ctx, opDelete, deleteMutation, vars, &out, "NOT_FOUND"); ok && len(out.DeleteMessages) == 1 {
+		if forEveryone {
+			w.sends.markDeleted(s, "")
+		} else {
+			w.sends.markDeleted(s, w.u.id)
+		}
+	}
+}
+
+func (w *worker) list(ctx context.Context) {
+	var out struct {
+		Viewer struct {
+			TotalUnread   int64 `json:"totalUnread"`
+			Conversations struct {
+				Nodes []counters `json:"nodes"`
+			} `json:"conversations"`
+		} `json:"viewer"`
+	}
+	if ok, _ := w.call(ctx, opList, listQuery, nil, &out); !ok {
+		return
+	}
+	if out.Viewer.TotalUnread < 0 {
+		w.rec.violate("%s: totalUnread %d", w.u.id, out.Viewer.TotalUnread)
+	}
+	for _, c := range out.Viewer.Conversations.Nodes {
+		w.checkCounters(opList, c)
+	}
+}
+
+// checkCounters holds an answer's counters to their promises: unread never negative and
+// consistent with the seqs, and the read seq never lower than one this user saw before.
+func (w *worker) checkCounters(op string, c counters) {
+	if c.UnreadCount < 0 {
+		w.rec.violate("%s: %s of %s: unreadCount %d", w.u.id, op, c.ID, c.UnreadCount)
+	}
+	if c.ReadSeq > c.MaxSeq && c.MaxSeq > 0 {
+		w.rec.violate("%s: %s of %s: readSeq %d above maxSeq %d", w.u.id, op, c.ID, c.ReadSeq, c.MaxSeq)
+	}
+	if last := w.lastRead[c.ID]; c.ReadSeq < last {
+		w.rec.violate("%s: %s of %s: readSeq %d after an answer gave %d", w.u.id, op, c.ID, c.ReadSeq, last)
+	}
+	w.lastRead[c.ID] = max(w.lastRead[c.ID], c.ReadSeq)
+}
+
+// checkMessages holds messages read at began to what was acknowledged before it: an answered
+// send is there with its content and sender, unless a revoke or delete acknowledged before
+// began hides it; and what such a change hides is never served as it was.
+func (w *worker) checkMessages(op string, conv *conversation, began time.Time, msgs []wireMessage) {
+	for _, m := range msgs {
+		s, ok := w.sends.lookup(conv.id, m.Seq, w.u.id)
+		if !ok || s.ackedAt.After(began) {
+			continue
+		}
+		before := func(t time.Time) bool { return !t.IsZero() && t.Before(began) }
+		hidden, revoked := before(s.deletedAt) || before(s.hiddenAt), before(s.revokedAt)
+		switch {
+		case m.Status == "MISSING":
+			w.rec.violate("%s: %s of %s seq %d read MISSING; it was acknowledged to %s (%s) before the read",
+				w.u.id, op, conv.id, m.Seq, s.sender, s.clientMsgID)
+		case hidden && m.Status != "DELETED":
+			w.rec.violate("%s: %s of %s seq %d read %s after its delete was acknowledged", w.u.id, op, conv.id, m.Seq, m.Status)
+		case revoked && m.Status == "OK":
+			w.rec.violate("%s: %s of %s seq %d read OK after its revoke was acknowledged", w.u.id, op, conv.id, m.Seq)
+		case m.Status == "OK" && (m.Content == nil || *m.Content != s.content || m.SendID == nil || *m.SendID != s.sender):
+			w.rec.violate("%s: %s of %s seq %d read %s by %s, acknowledged as %q by %s",
+				w.u.id, op, conv.id, m.Seq, deref(m.Content), deref(m.SendID), s.content, s.sender)
+		}
+	}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return "<null>"
+	}
+	return *p
+}
