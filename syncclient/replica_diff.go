@@ -11,7 +11,14 @@ import (
 // server's state read fresh, say): total unread, conversations on one side only, counters,
 // and each seq whose message differs. It is "" when they hold the same state; tokens and
 // positions are not compared, since two clients may be equally current at different tokens.
-func Diff(got, want Replica) string {
+func Diff(got, want Replica) string { return diff(got, want, false) }
+
+// DiffHeld is Diff for a replica kept without Options.FullHistory, which holds only some of a
+// conversation's messages: each message got holds must equal want's, and it must hold the
+// conversation's newest; want is read with FullHistory. Counters must be equal as in Diff.
+func DiffHeld(got, want Replica) string { return diff(got, want, true) }
+
+func diff(got, want Replica, heldOnly bool) string {
 	var d []string
 	if got.TotalUnread != want.TotalUnread {
 		d = append(d, fmt.Sprintf("totalUnread %d, server %d", got.TotalUnread, want.TotalUnread))
@@ -39,7 +46,7 @@ func Diff(got, want Replica) string {
 		}
 		seqs := slices.Collect(maps.Keys(g.Messages))
 		for s := range w.Messages {
-			if _, ok := g.Messages[s]; !ok {
+			if _, ok := g.Messages[s]; !ok && (!heldOnly || s == w.MaxSeq) {
 				seqs = append(seqs, s)
 			}
 		}

@@ -116,7 +116,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		for d := range devicesPerUser {
 			name := fmt.Sprintf("%s/device-%d", u.id, d+1)
 			c, err := syncclient.New(urls[d%instances], u.token, syncclient.Options{
-				FullHistory: true, HTTPClient: devClient,
+				// A phone or a tab: the conversation list and what arrives, history on demand.
+				HTTPClient: devClient,
 				ReconnectMin: 100 * time.Millisecond, ReconnectMax: 2 * time.Second,
 				OnApply: func(a syncclient.Applied) {
 					if err := syncclient.CheckInvariants(a); err != nil {
@@ -139,6 +140,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			defer devWG.Done()
 			_ = d.client.Run(devCtx) // it reconnects by itself until devCtx ends
 		}()
+	}
+
+	// The devices come online before the clock starts, as they would be on a running system.
+	fmt.Fprintf(out, "connecting %d devices...\n", len(devices))
+	if err := waitOnline(ctx, devices, time.Minute); err != nil {
+		return nil, err
 	}
 
 	// The load, the faults and the sampler.
@@ -236,15 +243,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		report.Faults = append(report.Faults, faults[i])
 	}
 
-	fmt.Fprintln(out, "checking the store against every send...")
-	store, err := chunkstore.Connect(ctx, chunkstore.Options{URI: storeServer.URI()})
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close(context.WithoutCancel(ctx))
-	if report.Sends, err = verifyStore(ctx, store, convs, sends, rec); err != nil {
-		return nil, fmt.Errorf("reading the store: %w", err)
-	}
 	fmt.Fprintf(out, "checking %d device replicas against the server's state (up to %s)...\n", len(devices), convergeFor)
 	report.ReplicasConverged, report.ReplicaDiffs, err = verifyReplicas(ctx, devices, devClient, convergeFor)
 	if err != nil {
@@ -252,6 +250,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	stopDevices()
 	devWG.Wait()
+	fmt.Fprintln(out, "checking the store against every send...")
+	store, err := connectStore(ctx, storeServer.URI())
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close(context.WithoutCancel(ctx))
+	if report.Sends, err = verifyStore(ctx, store, convs, sends, rec); err != nil {
+		return nil, fmt.Errorf("reading the store: %w", err)
+	}
 	gql.http.CloseIdleConnections()
 	sleepCtx(ctx, settleBefore)
 	sampler.sample(ctx, gql.http, func(i int, st processStats) { sampler.figures[i].After = st })
@@ -367,4 +374,42 @@ func (s *statsSampler) peak(i int, st processStats) {
 	p.Goroutines = max(p.Goroutines, st.Goroutines)
 	p.HeapBytes = max(p.HeapBytes, st.HeapBytes)
 	p.RSSBytes = max(p.RSSBytes, st.RSSBytes)
+}
+
+// waitOnline waits until every device has read its state summary.
+func waitOnline(ctx context.Context, devices []*device, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		offline := 0
+		for _, d := range devices {
+			if d.client.Token() == "" {
+				offline++
+			}
+		}
+		if offline == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d devices did not come online within %s", offline, len(devices), within)
+		}
+		if !sleepCtx(ctx, 100*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+}
+
+// connectStore opens the store for the checks, retrying while a FerretDB that has just been
+// restarted or is still busy refuses.
+func connectStore(ctx context.Context, uri string) (*chunkstore.Store, error) {
+	var err error
+	for attempt := 0; attempt < 10; attempt++ {
+		var s *chunkstore.Store
+		if s, err = chunkstore.Connect(ctx, chunkstore.Options{URI: uri}); err == nil {
+			return s, nil
+		}
+		if !sleepCtx(ctx, time.Duration(attempt+1)*time.Second) {
+			break
+		}
+	}
+	return nil, fmt.Errorf("opening the store for the checks: %w", err)
 }
