@@ -94,11 +94,17 @@ func (c *Cache) FillChunks(ctx context.Context, fills []ChunkFill) error {
 }
 
 // invalidateChunk drops the cached chunk and bumps its version, so that fills by readers that
-// looked before this write are dropped too. The version outlives the data by the TTL. It also
+// looked before this write are dropped too. The version outlives the data by the TTL, and
+// starts from a random seed like the chunks version: a version seen before Redis lost its keys
+// never names a later state of the chunk (readers sharing one MongoDB read per version rely on
+// it). It also
 // moves the conversation's chunks version (KEYS[2], the seq state: ConversationState.
 // ChunksVersion), starting from a random seed when there is none, so that in-process copies
 // of the conversation's chunks are no longer taken as current by any instance.
 var invalidateChunk = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], 'v') == 0 then
+  redis.call('HSET', KEYS[1], 'v', ARGV[2])
+end
 redis.call('HINCRBY', KEYS[1], 'v', 1)
 redis.call('HDEL', KEYS[1], 'data')
 redis.call('PEXPIRE', KEYS[1], ARGV[1])

@@ -17,6 +17,7 @@ type CachedChunks struct {
 	store  *chunkstore.Store
 	cache  *cache.Cache
 	logger *slog.Logger
+	reads  sharedReads
 
 	// Memory, when set, keeps the chunks read under a version and serves them to readers that
 	// name the same version, with no round trip. Set it before first use.
@@ -39,8 +40,9 @@ func NewCachedChunks(store *chunkstore.Store, c *cache.Cache, logger *slog.Logge
 
 // LoadChunks returns the chunks named by docIDs, aligned with them; nil where no chunk exists.
 // It costs one Redis round trip to read, and on misses one MongoDB $in query plus one Redis
-// round trip to fill. A Redis failure is logged and served from MongoDB; a MongoDB failure is
-// an error, never an empty answer.
+// round trip to fill; concurrent misses of one chunk at one version share their MongoDB read
+// (sharedReads). A Redis failure is logged and served from MongoDB; a MongoDB failure is an
+// error, never an empty answer.
 func (r *CachedChunks) LoadChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
 	out := make([]*im.Chunk, len(docIDs))
 	entries, err := r.cache.GetChunks(ctx, docIDs)
@@ -64,7 +66,7 @@ func (r *CachedChunks) LoadChunks(ctx context.Context, docIDs []string) ([]*im.C
 	if len(missIDs) == 0 {
 		return out, nil
 	}
-	found, err := r.store.FindChunks(ctx, missIDs)
+	found, err := r.reads.find(ctx, r.store, missIDs, versionsAt(entries, missAt))
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +86,14 @@ func (r *CachedChunks) LoadChunks(ctx context.Context, docIDs []string) ([]*im.C
 		}
 	}
 	return out, nil
+}
+
+func versionsAt(entries []cache.ChunkEntry, at []int) []string {
+	out := make([]string, len(at))
+	for j, i := range at {
+		out[j] = entries[i].Version
+	}
+	return out
 }
 
 // LoadChunkRefs is LoadChunks for readers that read their conversation's chunks version with
