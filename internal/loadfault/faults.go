@@ -47,8 +47,14 @@ func planFaults(rng *rand.Rand, rounds int, load time.Duration) []plannedFault {
 
 // parts is what faults act on.
 type parts struct {
-	redis    interface{ Stop(); Restart() error }
-	store    interface{ Stop(); Restart() error }
+	redis interface {
+		Stop()
+		Restart() error
+	}
+	store interface {
+		Stop()
+		Restart() error
+	}
 	gateways []*gatewayProcess
 	restarts []int // by gateway
 }

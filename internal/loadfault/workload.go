@@ -93,7 +93,7 @@ func (l *sendLedger) pickAcked(rng *rand.Rand, conv *conversation, n int, ownOnl
 
 // sendView is what a reader of one seq must see of an answered send.
 type sendView struct {
-	sender, clientMsgID, content string
+	sender, clientMsgID, content  string
 	ackedAt, revokedAt, deletedAt time.Time
 	hiddenAt                      time.Time // deleted for the reader only
 }
