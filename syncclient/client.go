@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -49,7 +50,9 @@ type Options struct {
 	// newest ones). Default 1000 (one request).
 	MaxGapFill int
 	// ReconnectMin and ReconnectMax bound the wait before reconnecting after the WebSocket
-	// closed; the wait doubles after each failed attempt. Defaults 100 ms and 5 s.
+	// closed; the wait doubles after each failed attempt, and a random part of it is taken
+	// off so that devices do not come back in step. After TOO_LONG the client starts again
+	// from the state summary after a random wait up to ReconnectMax. Defaults 100 ms and 5 s.
 	ReconnectMin, ReconnectMax time.Duration
 	// Logf, when set, receives a line for each thing the client does (bootstrap, pages,
 	// events applied, gaps filled, reconnects).
@@ -252,7 +255,13 @@ func (c *Client) Run(ctx context.Context) error {
 			c.mu.Lock()
 			c.bootstrapNeeded = true
 			c.mu.Unlock()
-			continue // not a failure: start again from the state summary at once
+			// Not a failure, but when Redis lost the logs every device hears it at the same
+			// moment: starting again after a random wait up to ReconnectMax spreads their
+			// state reads instead of sending them all at once to a store whose caches are cold.
+			if !sleepCtx(ctx, rand.N(c.opts.ReconnectMax+1)) {
+				return nil
+			}
+			continue
 		}
 		var gqlErr *Error
 		if websocket.CloseStatus(err) == closeUnauthorized || (errors.As(err, &gqlErr) && gqlErr.Code == "UNAUTHENTICATED") {
@@ -261,13 +270,31 @@ func (c *Client) Run(ctx context.Context) error {
 		if healthy {
 			wait = c.opts.ReconnectMin
 		}
-		c.logf("disconnected: %s; reconnecting in %v from %s", describeEnd(err), wait, c.Token())
-		select {
-		case <-ctx.Done():
+		// A random part of the wait: the devices an instance served all lose it at once,
+		// and should not all come back in step.
+		pause := jitter(wait)
+		c.logf("disconnected: %s; reconnecting in %v from %s", describeEnd(err), pause, c.Token())
+		if !sleepCtx(ctx, pause) {
 			return nil
-		case <-time.After(wait):
 		}
 		wait = min(2*wait, c.opts.ReconnectMax)
+	}
+}
+
+// jitter returns a random duration between half of d and d.
+func jitter(d time.Duration) time.Duration {
+	return d/2 + rand.N(d/2+1)
+}
+
+// sleepCtx waits d or until ctx ends; false when ctx ended.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

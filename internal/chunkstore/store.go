@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -120,10 +121,22 @@ func storeError(op string, err error) error {
 		return im.Unavailable("message store", cause)
 	}
 	var se mongo.ServerError
-	if errors.As(err, &se) && (se.HasErrorLabel("RetryableWriteError") || se.HasErrorLabel("TransientTransactionError")) {
+	if errors.As(err, &se) && (se.HasErrorLabel("RetryableWriteError") || se.HasErrorLabel("TransientTransactionError") ||
+		se.HasErrorCode(maxTimeMSExpired) || serverDeadline(se)) {
 		return im.Unavailable("message store", cause)
 	}
 	return cause
+}
+
+// maxTimeMSExpired is the server's answer to a command that ran out of the time the driver
+// gave it (the client timeout is sent along as maxTimeMS).
+const maxTimeMSExpired = 50
+
+// serverDeadline reports a FerretDB answer to a command that ran out of its time: FerretDB
+// returns an InternalError that names the context deadline instead of MaxTimeMSExpired. Like
+// a timeout on the wire, it is a store too slow to answer, not a broken request.
+func serverDeadline(se mongo.ServerError) bool {
+	return strings.Contains(se.Error(), context.DeadlineExceeded.Error())
 }
 
 // findAll runs one find and decodes every document it returns.

@@ -118,7 +118,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			c, err := syncclient.New(urls[d%instances], u.token, syncclient.Options{
 				// A phone or a tab: the conversation list and what arrives, history on demand.
 				HTTPClient:   devClient,
-				ReconnectMin: 100 * time.Millisecond, ReconnectMax: 2 * time.Second,
 				OnApply: func(a syncclient.Applied) {
 					if err := syncclient.CheckInvariants(a); err != nil {
 						rec.violate("%s: %v", name, err)
