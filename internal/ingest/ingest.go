@@ -86,6 +86,12 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 	if err := in.findRetries(ctx, stored); err != nil {
 		return err
 	}
+	// Once a chunk write has been sent, a message may be stored: what makes it visible and
+	// announces it runs to its end even if the caller gives up meanwhile (a client's timeout),
+	// so that no stored message stays unannounced, or its chunk cached as it was, because the
+	// request that wrote it was cut.
+	finish, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
 	pending := stored
 	var touched []string
 	for round := 0; len(pending) > 0; round++ {
@@ -102,7 +108,7 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 		if err != nil {
 			// Some chunks may have changed before the failure: drop their cached copies now
 			// rather than leave them to a retry that may never come.
-			_ = in.cache.InvalidateChunks(ctx, dedupe(touched))
+			_ = in.cache.InvalidateChunks(finish, dedupe(touched))
 			return err
 		}
 	}
@@ -110,19 +116,22 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 	// raised, so that a reader that sees the new seqs also sees the chunks' new version, never
 	// an older copy without them. If this fails the caller gets an error and retries; the retry
 	// finds its seqs by client message ID and invalidates again.
-	if err := in.cache.InvalidateChunks(ctx, dedupe(touched)); err != nil {
+	if err := in.cache.InvalidateChunks(finish, dedupe(touched)); err != nil {
 		return err
 	}
 	msgs := storedMessages(stored)
-	if err := in.ledger.AddUserConversations(ctx, listEntries(msgs)); err != nil {
+	if err := in.ledger.AddUserConversations(finish, listEntries(msgs)); err != nil {
 		return err
 	}
-	if err := in.ledger.RecordStored(ctx, msgs); err != nil {
+	if err := in.ledger.RecordStored(finish, msgs); err != nil {
 		return err
 	}
 	// Devices learn of the messages only now, when a read finds them.
-	return in.ledger.AnnounceMessages(ctx, msgs)
+	return in.ledger.AnnounceMessages(finish, msgs)
 }
+
+// finishTimeout bounds the steps after a chunk write that run on when the caller has gone.
+const finishTimeout = 30 * time.Second
 
 // findRetries gives placements whose client message ID was seen before their earlier seq, and
 // marks later copies of the same message within the batch as retries of the first.

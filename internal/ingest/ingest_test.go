@@ -264,3 +264,54 @@ func TestPermissions(t *testing.T) {
 		t.Errorf("a single chat's member clearing for everyone: %+v, %v", st, err)
 	}
 }
+
+// Ensure a send whose caller gives up after its chunk was written still becomes visible and is
+// announced: otherwise the message would be stored, its seq never raised or announced, and
+// devices would not learn of it unless the sender retried.
+func TestSendFinishesWhenTheCallerGivesUp(t *testing.T) {
+	ctx, cancelAll := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancelAll)
+	sendCtx, giveUp := context.WithCancel(ctx)
+	defer giveUp()
+	// The caller gives up once its chunk is written: as the next command starts.
+	monitor := chunkstore.StartedMonitor(func(_ context.Context, cmd, coll string) {
+		if cmd == "update" && coll == chunkstore.CollectionUserConversation {
+			giveUp()
+		}
+	})
+	store, err := chunkstore.Open(ctx, testenv.Mongo(t).Connect(t, monitor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t).Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := cache.New(rdb, cache.Options{})
+	ledger := imsync.NewLedger(store, c, imsync.Options{})
+	in := ingest.New(store, c, ledger, ingest.Options{})
+
+	if _, err := in.Ingest(sendCtx, []*im.Message{chat("alice", "bob", "c1", "hi")}); err != nil {
+		t.Fatalf("the send failed although its chunk was written: %v", err)
+	}
+	if sendCtx.Err() == nil {
+		t.Fatal("the caller did not give up: the test did not test anything")
+	}
+	st, err := ledger.States(ctx, "bob", []string{"si_alice_bob"})
+	if err != nil || st[0].MaxSeq != 1 {
+		t.Fatalf("bob's state after the send: %+v, %v; want max seq 1", st, err)
+	}
+	head, err := ledger.Difference(ctx, "bob", im.SyncToken{}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := ledger.Difference(ctx, "bob", im.SyncToken{Epoch: head.Token.Epoch}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, ev := range d.Events {
+		found = found || (ev.ConversationID == "si_alice_bob" && ev.Seq == 1)
+	}
+	if !found {
+		t.Fatalf("bob's events after the send: %+v; want the new message", d)
+	}
+}
