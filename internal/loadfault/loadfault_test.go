@@ -42,7 +42,7 @@ func TestLoadAndFaultsShort(t *testing.T) {
 	var out strings.Builder
 	seed := time.Now().UnixNano()
 	r, err := loadfault.Run(context.Background(), loadfault.Options{
-		Duration: 20 * time.Second, Users: 16, Think: 300 * time.Millisecond, FaultRounds: 1, Seed: seed,
+		Duration: 20 * time.Second, Users: 16, Think: time.Second, FaultRounds: 1, Seed: seed,
 		Dir:        t.TempDir(),
 		Gateway:    []string{os.Args[0], "serve"},
 		GatewayEnv: []string{gatewayChild + "=1"},
@@ -63,8 +63,8 @@ func TestLoadAndFaultsShort(t *testing.T) {
 		t.Errorf("faults injected: %+v, want one of each of the three kinds", r.Faults)
 	}
 	s := r.Sends
-	if s.Acknowledged < 50 || s.Stored != s.Acknowledged || s.Lost != 0 || s.Duplicated != 0 {
-		t.Errorf("sends: %+v, want at least 50 acknowledged, every one stored, none lost or duplicated", s)
+	if s.Acknowledged < 30 || s.Stored != s.Acknowledged || s.Lost != 0 || s.Duplicated != 0 {
+		t.Errorf("sends: %+v, want at least 30 acknowledged, every one stored, none lost or duplicated", s)
 	}
 	if r.ReplicasConverged != r.Devices || r.Devices != 32 {
 		t.Errorf("%d of %d replicas converged, want all 32", r.ReplicasConverged, r.Devices)
