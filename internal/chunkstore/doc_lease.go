@@ -151,16 +151,35 @@ func (l *leases) find(ctx context.Context, id string) (*leaseDoc, error) {
 }
 
 // takeOver removes an expired lease and reports true, unless another waiter is taking it over
-// already.
+// already. Once its marker is in, this waiter alone may remove the stale lease: if it gave up
+// half-way, no one ever could, and every update of the document would wait forever. So the
+// two steps run to their end on a context of their own (up to twice the lease), whatever
+// happens to the caller's, and an insert whose answer was lost is read back.
 func (l *leases) takeOver(ctx context.Context, stale leaseDoc) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*l.ttl)
+	defer cancel()
 	marker := leaseDoc{ID: "takeover|" + stale.ID + "|" + stale.Owner, Owner: l.owner, Expires: time.Now().UnixMilli()}
 	if _, err := l.coll.InsertOne(ctx, marker); mongo.IsDuplicateKeyError(err) {
 		return false, nil
 	} else if err != nil {
-		return false, storeError("take over lease", err)
+		cur, ferr := l.find(ctx, marker.ID)
+		if ferr != nil || cur == nil || cur.Owner != l.owner {
+			return false, storeError("take over lease", err)
+		}
 	}
-	_, err := l.coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: stale.ID}, {Key: "owner", Value: stale.Owner}})
-	return err == nil, storeError("take over lease", err)
+	wait := 50 * time.Millisecond
+	for {
+		_, err := l.coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: stale.ID}, {Key: "owner", Value: stale.Owner}})
+		if err == nil {
+			return true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, storeError("take over lease", err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // release deletes the leases owner holds on ids. It runs even when ctx has ended (the update

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,4 +220,55 @@ func TestSharedFerretDBLeases(t *testing.T) {
 			t.Fatalf("lease documents %v, want only the marker %s", ids, want)
 		}
 	})
+}
+
+// Ensure a take-over that its writer gives up half-way (the client's request timed out)
+// still removes the dead writer's lease: after its marker is in, no other waiter may, and
+// every later update of the document would wait forever.
+func TestLeaseTakeOverOutlivesItsCaller(t *testing.T) {
+	t.Parallel()
+	m := testenv.Mongo(t)
+	ctx := context.Background()
+	writeCtx, giveUp := context.WithCancel(ctx)
+	defer giveUp()
+	var once sync.Once
+	var armed atomic.Bool
+	store, err := chunkstore.Connect(ctx, chunkstore.Options{URI: m.URI(), Database: m.Database(),
+		OnCommand: func(_ context.Context, cmd, coll string) {
+			// The caller gives up once the take-over's marker is in, as the stale lease is
+			// being deleted.
+			if armed.Load() && cmd == "delete" && coll == chunkstore.CollectionLeases {
+				once.Do(giveUp)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	e := &env{ctx: ctx, store: store, db: m.Connect(t, nil)}
+	leaseID := chunkstore.CollectionChunks + "|" + conv + ":0"
+	if _, err := e.db.Collection(chunkstore.CollectionLeases).InsertOne(ctx, bson.D{{Key: "_id", Value: leaseID},
+		{Key: "owner", Value: "dead-2"}, {Key: "expires", Value: time.Now().Add(-time.Second).UnixMilli()}}); err != nil {
+		t.Fatal(err)
+	}
+	// The first write finds the chunk absent and inserts it, taking no lease; the second
+	// updates it and meets the dead writer's lease.
+	allStored(t, e.write(t, conv, []*im.Message{msg(1, "a")}))
+	armed.Store(true)
+	if _, err := store.WriteMessages(writeCtx, conv, []*im.Message{msg(2, "a")}); err == nil {
+		t.Fatal("the write whose caller gave up succeeded: the test did not cut it")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := store.WriteMessages(ctx, conv, []*im.Message{msg(2, "b")})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the next write still waits for the dead writer's lease; leases: %v", leaseDocs(t, e))
+	}
 }
