@@ -71,7 +71,10 @@ type worker struct {
 // run does operations until load ends; a send under way when it does is retried until it is
 // answered or drain ends.
 func (w *worker) run(load, drain context.Context) {
-	for sleepCtx(load, w.pause()) {
+	// The first operation comes at a random moment within one pause, so that the load is
+	// spread from the start instead of arriving after the shortest pause.
+	pause := time.Duration(w.rng.Float64() * float64(w.think))
+	for ; sleepCtx(load, pause); pause = w.pause() {
 		conv := w.u.convs[w.rng.Intn(len(w.u.convs))]
 		switch w.pickOp() {
 		case opSend:
