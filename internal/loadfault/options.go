@@ -11,10 +11,11 @@ type Options struct {
 	Duration time.Duration
 	// Users is how many users load the gateways, each with two devices. Default 200.
 	Users int
-	// Think is the mean pause of a user between two operations. Default 20s: 200 users then
-	// offer about 10 requests a second besides their devices' traffic, which the store the
-	// harness runs (FerretDB on SQLite) serves on a small machine; a shorter pause measures
-	// the store's queue (see the README's reliability section).
+	// Think is the mean pause of a user between two operations. Default 60s: 200 users then
+	// offer about 3 requests a second besides their devices' traffic, which the store the
+	// harness runs (FerretDB on SQLite, whose finds scan whole collections) serves through a
+	// Redis restart on a small machine. Shorter pauses find where it stops doing so (see the
+	// README's reliability section).
 	Think time.Duration
 	// FaultRounds is how many times each kind of fault is injected. Default 1; negative: none.
 	FaultRounds int
@@ -39,7 +40,7 @@ func (o Options) withDefaults() Options {
 		o.Users = 200
 	}
 	if o.Think <= 0 {
-		o.Think = 20 * time.Second
+		o.Think = 60 * time.Second
 	}
 	if o.FaultRounds == 0 {
 		o.FaultRounds = 1
