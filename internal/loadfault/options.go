@@ -2,6 +2,7 @@ package loadfault
 
 import (
 	"io"
+	"sync"
 	"time"
 )
 
@@ -32,6 +33,18 @@ type Options struct {
 	Out io.Writer
 }
 
+// lockedWriter lets the run's goroutines (faults, progress) print to one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
 func (o Options) withDefaults() Options {
 	if o.Duration <= 0 {
 		o.Duration = 60 * time.Second
@@ -51,6 +64,7 @@ func (o Options) withDefaults() Options {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
+	o.Out = &lockedWriter{w: o.Out}
 	return o
 }
 

@@ -269,23 +269,23 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 	retry := time.NewTimer(0)
 	retry.Stop()
 	backoff := time.Duration(0)
-	// resume runs catchUp and reports whether the subscription goes on.
-	resume := func() error {
+	// resume runs catchUp and reports whether the subscription ends, and with what.
+	resume := func() (bool, error) {
 		ok, err := catchUp()
 		switch {
 		case ok:
 			backoff = 0
-			return nil
+			return false, nil
 		case err != nil && im.ErrorCode(err) == im.EUNAVAILABLE && ctx.Err() == nil:
 			backoff = min(max(2*backoff, catchUpRetryMin), catchUpRetryMax)
 			retry.Reset(backoff)
-			return nil
+			return false, nil
 		default:
-			return stop(err)
+			return true, stop(err)
 		}
 	}
 	defer retry.Stop()
-	if err := resume(); err != nil {
+	if end, err := resume(); end {
 		return err
 	}
 	for {
@@ -293,7 +293,7 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		case <-retry.C:
-			if err := resume(); err != nil {
+			if end, err := resume(); end {
 				return err
 			}
 		case <-s.overflow:
@@ -302,7 +302,7 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 			for len(s.live) > 0 {
 				<-s.live
 			}
-			if err := resume(); err != nil {
+			if end, err := resume(); end {
 				return err
 			}
 		case ev := <-s.live:
@@ -316,7 +316,7 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 				last = ev.Token()
 			default:
 				// A gap, a new log, or a hint that events were missed: the log knows.
-				if err := resume(); err != nil {
+				if end, err := resume(); end {
 					return err
 				}
 			}

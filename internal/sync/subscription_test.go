@@ -31,6 +31,18 @@ func TestSubscriptionOutlivesRedisRestart(t *testing.T) {
 	hub := imsync.NewHub(l, c, imsync.HubOptions{})
 	t.Cleanup(func() { _ = hub.Close() })
 
+	conv, err := l.ParseConversationID("si_alice_bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The log exists, and the stream starts from its head.
+	if err := l.AnnounceRevoke(ctx, conv, 1); err != nil {
+		t.Fatal(err)
+	}
+	head, err := l.Difference(ctx, "bob", im.SyncToken{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sub, err := hub.Subscribe(ctx, "bob")
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +51,7 @@ func TestSubscriptionOutlivesRedisRestart(t *testing.T) {
 	events := make(chan im.Event, 16)
 	ended := make(chan error, 1)
 	go func() {
-		ended <- sub.Run(nil, func(ctx context.Context, ev im.Event) error {
+		ended <- sub.Run(&head.Token, func(ctx context.Context, ev im.Event) error {
 			events <- ev
 			return nil
 		})
@@ -56,14 +68,10 @@ func TestSubscriptionOutlivesRedisRestart(t *testing.T) {
 		}
 		return im.Event{}
 	}
-	conv, err := l.ParseConversationID("si_alice_bob")
-	if err != nil {
+	if err := l.AnnounceRevoke(ctx, conv, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.AnnounceRevoke(ctx, conv, 1); err != nil {
-		t.Fatal(err)
-	}
-	if ev := next("before the restart"); ev.Type != im.EventRevoke {
+	if ev := next("before the restart"); ev.Type != im.EventRevoke || ev.Seq != 2 {
 		t.Fatalf("before the restart: %+v, want the revoke", ev)
 	}
 
@@ -80,5 +88,14 @@ func TestSubscriptionOutlivesRedisRestart(t *testing.T) {
 	rs.Start()
 	if ev := next("after the restart"); ev.Type != im.EventTooLong {
 		t.Fatalf("after Redis came back without the log: %+v, want TOO_LONG", ev)
+	}
+	// TOO_LONG ends the stream: the client starts again from the state summary.
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatalf("the subscription ended with %v after TOO_LONG, want nil", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the subscription did not end after TOO_LONG")
 	}
 }
