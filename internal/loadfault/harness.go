@@ -117,7 +117,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			name := fmt.Sprintf("%s/device-%d", u.id, d+1)
 			c, err := syncclient.New(urls[d%instances], u.token, syncclient.Options{
 				// A phone or a tab: the conversation list and what arrives, history on demand.
-				HTTPClient:   devClient,
+				HTTPClient: devClient,
 				OnApply: func(a syncclient.Applied) {
 					if err := syncclient.CheckInvariants(a); err != nil {
 						rec.violate("%s: %v", name, err)
