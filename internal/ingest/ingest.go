@@ -90,8 +90,9 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 	// announces it runs to its end even if the caller gives up meanwhile (a client's timeout),
 	// so that no stored message stays unannounced, or its chunk cached as it was, because the
 	// request that wrote it was cut.
-	finish, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-	defer cancel()
+	detached := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	}
 	pending := stored
 	var touched []string
 	for round := 0; len(pending) > 0; round++ {
@@ -108,10 +109,14 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 		if err != nil {
 			// Some chunks may have changed before the failure: drop their cached copies now
 			// rather than leave them to a retry that may never come.
+			finish, cancel := detached()
+			defer cancel()
 			_ = in.cache.InvalidateChunks(finish, dedupe(touched))
 			return err
 		}
 	}
+	finish, cancel := detached()
+	defer cancel()
 	// Readers must not keep serving the chunks as they were. This comes before the max seq is
 	// raised, so that a reader that sees the new seqs also sees the chunks' new version, never
 	// an older copy without them. If this fails the caller gets an error and retries; the retry
@@ -130,7 +135,7 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 	return in.ledger.AnnounceMessages(finish, msgs)
 }
 
-// finishTimeout bounds the steps after a chunk write that run on when the caller has gone.
+// finishTimeout bounds the steps after the chunk writes, which run on when the caller has gone.
 const finishTimeout = 30 * time.Second
 
 // findRetries gives placements whose client message ID was seen before their earlier seq, and
