@@ -36,7 +36,9 @@ const DefaultLockLease = 10 * time.Second
 // expired and both delete it, the second deleting the lease the first has just taken; so a
 // take-over first inserts a marker {_id: "takeover|<lease _id>|<stale owner>"}, which only
 // one of them can. Markers stay (one small document per lease taken over after a crash) so
-// that a late waiter can never take over the same stale lease again.
+// that a late waiter can never take over the same stale lease again. A marker older than a
+// take-over may take (its waiter died between the marker and the delete) is followed by the
+// next generation's, "takeover|<lease _id>|<stale owner>|<n>", again decided by the insert.
 //
 // Keys are taken in sorted order, so that two writers needing several documents cannot wait
 // for each other. The update itself must end before the lease expires: lockDocs bounds it.
@@ -156,16 +158,37 @@ func (l *leases) find(ctx context.Context, id string) (*leaseDoc, error) {
 // two steps run to their end on a context of their own (up to twice the lease), whatever
 // happens to the caller's, and an insert whose answer was lost is read back.
 func (l *leases) takeOver(ctx context.Context, stale leaseDoc) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*l.ttl)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), takeOverTime(l.ttl))
 	defer cancel()
-	marker := leaseDoc{ID: "takeover|" + stale.ID + "|" + stale.Owner, Owner: l.owner, Expires: time.Now().UnixMilli()}
-	if _, err := l.coll.InsertOne(ctx, marker); mongo.IsDuplicateKeyError(err) {
-		return false, nil
-	} else if err != nil {
-		cur, ferr := l.find(ctx, marker.ID)
-		if ferr != nil || cur == nil || cur.Owner != l.owner {
-			return false, storeError("take over lease", err)
+	// A marker older than a take-over may take belongs to a waiter that died half-way (killed
+	// between its marker and the delete): the next generation's marker is inserted instead,
+	// and again only one waiter can. Markers are only ever inserted, so the insert alone
+	// decides, as it does for leases.
+	for gen := 0; ; gen++ {
+		id := "takeover|" + stale.ID + "|" + stale.Owner
+		if gen > 0 {
+			id += "|" + strconv.Itoa(gen)
 		}
+		marker := leaseDoc{ID: id, Owner: l.owner, Expires: time.Now().UnixMilli()}
+		_, err := l.coll.InsertOne(ctx, marker)
+		if err == nil {
+			break
+		}
+		cur, ferr := l.find(ctx, id)
+		if ferr != nil {
+			return false, ferr
+		}
+		switch {
+		case cur != nil && cur.Owner == l.owner && cur.Expires == marker.Expires:
+			// The insert was applied although its answer was lost.
+		case !mongo.IsDuplicateKeyError(err) && cur == nil:
+			return false, storeError("take over lease", err)
+		case cur != nil && time.Since(time.UnixMilli(cur.Expires)) <= takeOverTime(l.ttl):
+			return false, nil // another waiter is taking it over
+		default:
+			continue // that waiter died: next generation
+		}
+		break
 	}
 	wait := 50 * time.Millisecond
 	for {
@@ -181,6 +204,9 @@ func (l *leases) takeOver(ctx context.Context, stale leaseDoc) (bool, error) {
 		wait = min(2*wait, time.Second)
 	}
 }
+
+// takeOverTime bounds one take-over of a lease whose lease time is ttl.
+func takeOverTime(ttl time.Duration) time.Duration { return 2 * ttl }
 
 // release deletes the leases owner holds on ids. It runs even when ctx has ended (the update
 // is over either way); a lease it fails to delete expires.

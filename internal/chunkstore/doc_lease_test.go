@@ -272,3 +272,42 @@ func TestLeaseTakeOverOutlivesItsCaller(t *testing.T) {
 		t.Fatalf("the next write still waits for the dead writer's lease; leases: %v", leaseDocs(t, e))
 	}
 }
+
+// Ensure a dead writer's lease is taken over even when the waiter that began taking it over
+// died too, leaving its marker behind: the next generation's marker lets another waiter finish.
+func TestLeaseTakeOverAfterTheTakerDied(t *testing.T) {
+	t.Parallel()
+	m := testenv.Mongo(t)
+	e := &env{ctx: context.Background(), store: connect(t, m, false), db: m.Connect(t, nil)}
+	allStored(t, e.write(t, conv, []*im.Message{msg(1, "a")}))
+	leaseID := chunkstore.CollectionChunks + "|" + conv + ":0"
+	leases := e.db.Collection(chunkstore.CollectionLeases)
+	long := time.Now().Add(-time.Hour).UnixMilli()
+	for _, d := range []bson.D{
+		{{Key: "_id", Value: leaseID}, {Key: "owner", Value: "dead-3"}, {Key: "expires", Value: long}},
+		{{Key: "_id", Value: "takeover|" + leaseID + "|dead-3"}, {Key: "owner", Value: "dead-taker"}, {Key: "expires", Value: long}},
+	} {
+		if _, err := leases.InsertOne(e.ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.store.WriteMessages(e.ctx, conv, []*im.Message{msg(2, "a")})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the write still waits for a lease whose taker died; leases: %v", leaseDocs(t, e))
+	}
+	sameMsg(t, "seq 2", e.chunk(t, conv+":0").Slot(2), msg(2, "a"))
+	ids := leaseDocs(t, e)
+	want := []string{"takeover|" + leaseID + "|dead-3", "takeover|" + leaseID + "|dead-3|1"}
+	if fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Errorf("lease documents %v, want the two markers %v", ids, want)
+	}
+}
