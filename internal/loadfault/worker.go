@@ -68,8 +68,8 @@ type worker struct {
 	sent     int
 }
 
-// run does operations until load ends; a send under way when it does is retried until it is
-// answered or drain ends.
+// run does operations until load ends; a change under way when it does (a send, a mark-read,
+// a revoke, a delete) is retried until it is answered or drain ends.
 func (w *worker) run(load, drain context.Context) {
 	// The first operation comes at a random moment within one pause, so that the load is
 	// spread from the start instead of arriving after the shortest pause.
@@ -84,11 +84,11 @@ func (w *worker) run(load, drain context.Context) {
 		case opMessages:
 			w.messages(load, conv)
 		case opMarkRead:
-			w.markRead(load, conv)
+			w.markRead(drain, conv)
 		case opRevoke:
-			w.revoke(load, conv)
+			w.revoke(drain, conv)
 		case opDelete:
-			w.delete(load, conv)
+			w.delete(drain, conv)
 		case opList:
 			w.list(load)
 		}
@@ -133,6 +133,38 @@ func (w *worker) call(ctx context.Context, op, query string, vars map[string]any
 	return code == "", began
 }
 
+// mutate sends one change, retrying it on any failure, each time on the next instance, until
+// it is answered or ctx ends, as an app does: a change that failed may have been applied
+// without its devices being told, and only its retry tells them. Every change msggate offers
+// is idempotent (a send through its clientMsgID). allowed lists error codes that are an
+// answer (acting on a message deleted meanwhile). It reports whether the change was answered,
+// and after how many failed attempts.
+func (w *worker) mutate(ctx context.Context, op, query string, vars map[string]any, out any, allowed ...string) (answered bool, failures int) {
+	first := w.rng.Intn(len(w.instances))
+	backoff := 100 * time.Millisecond
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		began := time.Now()
+		code, err := w.client.call(ctx, w.instance(first, attempt), w.u.token, query, vars, out)
+		if ctx.Err() != nil && code != "" {
+			return false, attempt
+		}
+		for _, a := range allowed {
+			if code == a {
+				code = ""
+			}
+		}
+		w.rec.record(op, began, code, err)
+		if code == "" {
+			return true, attempt
+		}
+		if !sleepCtx(ctx, backoff) {
+			return false, attempt + 1
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+	return false, 0
+}
+
 // send sends one message, retrying with the same clientMsgID on any failure until it is
 // answered or ctx ends.
 func (w *worker) send(ctx context.Context, conv *conversation) {
@@ -151,41 +183,28 @@ func (w *worker) send(ctx context.Context, conv *conversation) {
 			}
 		}
 	}
-	first := w.rng.Intn(len(w.instances))
-	backoff := 100 * time.Millisecond
-	for attempt := 0; ctx.Err() == nil; attempt++ {
-		var out struct {
-			SendMessage struct {
-				ConversationID string `json:"conversationID"`
-				Seq            int64  `json:"seq"`
-				Content        string `json:"content"`
-				SendID         string `json:"sendID"`
-			} `json:"sendMessage"`
-		}
-		began := time.Now()
-		code, err := w.client.call(ctx, w.instance(first, attempt), w.u.token, sendMutation, map[string]any{"in": in}, &out)
-		if ctx.Err() != nil && code != "" {
-			return
-		}
-		w.rec.record(opSend, began, code, err)
-		if code == "" {
-			m := out.SendMessage
-			if m.ConversationID != conv.id || m.Content != s.content || m.SendID != w.u.id || m.Seq < 1 {
-				w.rec.violate("send %s answered %+v, want conversation %s, content %q, sender %s, a seq",
-					s.clientMsgID, m, conv.id, s.content, w.u.id)
-			}
-			if prev := w.sends.ack(s, m.Seq); prev != nil {
-				w.rec.violate("%s seq %d answered to two sends: %s and %s", conv.id, m.Seq, prev.clientMsgID, s.clientMsgID)
-			}
-			w.lastRead[conv.id] = max(w.lastRead[conv.id], m.Seq)
-			return
-		}
-		s.failures++
-		if !sleepCtx(ctx, backoff) {
-			return
-		}
-		backoff = min(2*backoff, 2*time.Second)
+	var out struct {
+		SendMessage struct {
+			ConversationID string `json:"conversationID"`
+			Seq            int64  `json:"seq"`
+			Content        string `json:"content"`
+			SendID         string `json:"sendID"`
+		} `json:"sendMessage"`
 	}
+	answered, failures := w.mutate(ctx, opSend, sendMutation, map[string]any{"in": in}, &out)
+	s.failures = failures
+	if !answered {
+		return
+	}
+	m := out.SendMessage
+	if m.ConversationID != conv.id || m.Content != s.content || m.SendID != w.u.id || m.Seq < 1 {
+		w.rec.violate("send %s answered %+v, want conversation %s, content %q, sender %s, a seq",
+			s.clientMsgID, m, conv.id, s.content, w.u.id)
+	}
+	if prev := w.sends.ack(s, m.Seq); prev != nil {
+		w.rec.violate("%s seq %d answered to two sends: %s and %s", conv.id, m.Seq, prev.clientMsgID, s.clientMsgID)
+	}
+	w.lastRead[conv.id] = max(w.lastRead[conv.id], m.Seq)
 }
 
 func (w *worker) history(ctx context.Context, conv *conversation) {
@@ -233,7 +252,7 @@ func (w *worker) markRead(ctx context.Context, conv *conversation) {
 	var out struct {
 		MarkConversationRead counters `json:"markConversationRead"`
 	}
-	if ok, _ := w.call(ctx, opMarkRead, markReadMutation, map[string]any{"c": conv.id}, &out); ok {
+	if ok, _ := w.mutate(ctx, opMarkRead, markReadMutation, map[string]any{"c": conv.id}, &out); ok {
 		c := out.MarkConversationRead
 		c.ID = conv.id
 		w.checkCounters(opMarkRead, c)
@@ -251,7 +270,7 @@ func (w *worker) revoke(ctx context.Context, conv *conversation) {
 	var out struct {
 		RevokeMessage wireMessage `json:"revokeMessage"`
 	}
-	if ok, _ := w.call(ctx, opRevoke, revokeMutation, map[string]any{"c": conv.id, "s": s.seq}, &out, "NOT_FOUND"); ok && out.RevokeMessage.Status != "" {
+	if ok, _ := w.mutate(ctx, opRevoke, revokeMutation, map[string]any{"c": conv.id, "s": s.seq}, &out, "NOT_FOUND"); ok && out.RevokeMessage.Status != "" {
 		w.sends.markRevoked(s)
 	}
 }
@@ -272,7 +291,7 @@ func (w *worker) delete(ctx context.Context, conv *conversation) {
 		DeleteMessages []wireMessage `json:"deleteMessages"`
 	}
 	vars := map[string]any{"c": conv.id, "s": []int64{s.seq}, "all": forEveryone}
-	if ok, _ := w.call(ctx, opDelete, deleteMutation, vars, &out, "NOT_FOUND"); ok && len(out.DeleteMessages) == 1 {
+	if ok, _ := w.mutate(ctx, opDelete, deleteMutation, vars, &out, "NOT_FOUND"); ok && len(out.DeleteMessages) == 1 {
 		if forEveryone {
 			w.sends.markDeleted(s, "")
 		} else {
