@@ -251,6 +251,7 @@ func (c *Client) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		var pause time.Duration
 		if errors.Is(err, errTooLong) {
 			c.mu.Lock()
 			c.bootstrapNeeded = true
@@ -258,43 +259,26 @@ func (c *Client) Run(ctx context.Context) error {
 			// Not a failure, but when Redis lost the logs every device hears it at the same
 			// moment: starting again after a random wait up to ReconnectMax spreads their
 			// state reads instead of sending them all at once to a store whose caches are cold.
-			if !sleepCtx(ctx, rand.N(c.opts.ReconnectMax+1)) {
-				return nil
+			pause = rand.N(c.opts.ReconnectMax + 1)
+		} else {
+			var gqlErr *Error
+			if websocket.CloseStatus(err) == closeUnauthorized || (errors.As(err, &gqlErr) && gqlErr.Code == "UNAUTHENTICATED") {
+				return err
 			}
-			continue
+			if healthy {
+				wait = c.opts.ReconnectMin
+			}
+			// A random part of the wait: the devices an instance served all lose it at once,
+			// and should not all come back in step.
+			pause = wait/2 + rand.N(wait/2+1)
+			wait = min(2*wait, c.opts.ReconnectMax)
+			c.logf("disconnected: %s; reconnecting in %v from %s", describeEnd(err), pause, c.Token())
 		}
-		var gqlErr *Error
-		if websocket.CloseStatus(err) == closeUnauthorized || (errors.As(err, &gqlErr) && gqlErr.Code == "UNAUTHENTICATED") {
-			return err
-		}
-		if healthy {
-			wait = c.opts.ReconnectMin
-		}
-		// A random part of the wait: the devices an instance served all lose it at once,
-		// and should not all come back in step.
-		pause := jitter(wait)
-		c.logf("disconnected: %s; reconnecting in %v from %s", describeEnd(err), pause, c.Token())
-		if !sleepCtx(ctx, pause) {
+		select {
+		case <-ctx.Done():
 			return nil
+		case <-time.After(pause):
 		}
-		wait = min(2*wait, c.opts.ReconnectMax)
-	}
-}
-
-// jitter returns a random duration between half of d and d.
-func jitter(d time.Duration) time.Duration {
-	return d/2 + rand.N(d/2+1)
-}
-
-// sleepCtx waits d or until ctx ends; false when ctx ended.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

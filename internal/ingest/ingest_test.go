@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/event"
 
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
@@ -24,11 +25,14 @@ type env struct {
 	in     *ingest.Ingester
 }
 
-func open(t *testing.T) *env {
+func open(t *testing.T) *env { t.Helper(); return openWatched(t, nil) }
+
+// openWatched is open with a monitor told of every MongoDB command.
+func openWatched(t *testing.T, monitor *event.CommandMonitor) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	store, err := chunkstore.Open(ctx, testenv.Mongo(t).Connect(t, nil))
+	store, err := chunkstore.Open(ctx, testenv.Mongo(t).Connect(t, monitor))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,25 +273,15 @@ func TestPermissions(t *testing.T) {
 // announced: otherwise the message would be stored, its seq never raised or announced, and
 // devices would not learn of it unless the sender retried.
 func TestSendFinishesWhenTheCallerGivesUp(t *testing.T) {
-	ctx, cancelAll := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancelAll)
-	sendCtx, giveUp := context.WithCancel(ctx)
+	sendCtx, giveUp := context.WithCancel(context.Background())
 	defer giveUp()
 	// The caller gives up once its chunk is written: as the next command starts.
-	monitor := chunkstore.StartedMonitor(func(_ context.Context, cmd, coll string) {
+	e := openWatched(t, chunkstore.StartedMonitor(func(_ context.Context, cmd, coll string) {
 		if cmd == "update" && coll == chunkstore.CollectionUserConversation {
 			giveUp()
 		}
-	})
-	store, err := chunkstore.Open(ctx, testenv.Mongo(t).Connect(t, monitor))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t).Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	c := cache.New(rdb, cache.Options{})
-	ledger := imsync.NewLedger(store, c, imsync.Options{})
-	in := ingest.New(store, c, ledger, ingest.Options{})
+	}))
+	ctx, ledger, in := e.ctx, e.ledger, e.in
 
 	if _, err := in.Ingest(sendCtx, []*im.Message{chat("alice", "bob", "c1", "hi")}); err != nil {
 		t.Fatalf("the send failed although its chunk was written: %v", err)

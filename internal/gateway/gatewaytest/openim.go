@@ -3,8 +3,6 @@ package gatewaytest
 import (
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/openim/openimtest"
 	"github.com/msggate/msggate/internal/testenv"
@@ -27,9 +25,7 @@ func StartOpenIM(t testing.TB, tune func(*gateway.Config)) *OpenIMGateway {
 	t.Helper()
 	mdb := testenv.Mongo(t)
 	imRedis := testenv.Redis(t)
-	fixtureRedis := redis.NewClient(&redis.Options{Addr: imRedis.Addr()})
-	t.Cleanup(func() { _ = fixtureRedis.Close() })
-	im := openimtest.New(t, mdb.Connect(t, nil), fixtureRedis)
+	im := openimtest.NewAt(t, mdb.Connect(t, nil), imRedis.Addr())
 
 	own := testenv.Redis(t)
 	cfg := Config(own.URL(), mdb)

@@ -74,6 +74,15 @@ func New(t testing.TB, db *mongo.Database, rdb redis.UniversalClient) *Deploymen
 	return d
 }
 
+// NewAt is New over the redis-server at addr, with a client of its own closed when the test
+// ends: for callers that hold no Redis client themselves.
+func NewAt(t testing.TB, db *mongo.Database, redisAddr string) *Deployment {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return New(t, db, rdb)
+}
+
 // Now is the deployment's clock in ms: real time at New, one ms further on every call, so
 // that messages and allocations are strictly ordered.
 func (d *Deployment) Now() int64 { return d.clock.Add(1) }
