@@ -37,18 +37,25 @@ import (
 // that expired anyway starts a new epoch: every older token then answers tooLong.
 const openLog = `
 local epoch = redis.call('HGET', KEYS[1], 'epoch')
+local created = false
 if not epoch then
   epoch = ARGV[1]
+  created = true
   redis.call('HSET', KEYS[1], 'epoch', epoch, 'pos', 0)
   redis.call('DEL', KEYS[2])
 end`
 
 // appendEvents appends events to one user's log and publishes each.
-// KEYS: log, events, read. ARGV: new epoch, max length, oldest time kept (ms), channel ("" for
-// none), publish command, log TTL (ms), read-state TTL (ms), then 6 values per event: JSON
-// body (without position and counters), conversation ID, and the known max seq, conversation
-// min seq, read seq and user min seq (empty max seq: the event carries no counters).
+// KEYS: log, events, read, keys. ARGV: new epoch, max length, oldest time kept (ms), channel
+// ("" for none), publish command, log TTL (ms), read-state TTL (ms), now (ms), then 7 values
+// per event: JSON body (without position and counters), conversation ID, the known max seq,
+// conversation min seq, read seq and user min seq (empty max seq: the event carries no
+// counters), and the event's key ("" for none). An event whose key the log has seen is left
+// out, and answered as "".
 var appendEvents = redis.NewScript(openLog + `
+if created then
+  redis.call('DEL', KEYS[4])
+end
 -- Hash fields are read once and written once per call, however many events touch them.
 local values, dirty = {}, {}
 local function get(key, field)
@@ -70,38 +77,56 @@ local function raise(key, field, v)
   return cur
 end
 local pos = tonumber(redis.call('HGET', KEYS[1], 'pos'))
-local out = {}
-for i = 8, #ARGV, 6 do
-  local body, conv = ARGV[i], ARGV[i+1]
-  pos = pos + 1
-  local head = '{"e":"' .. epoch .. '","p":' .. string.format('%d', pos)
-  if ARGV[i+2] ~= '' then
-    local maxSeq = raise(KEYS[1], conv .. '|x', ARGV[i+2])
-    local convMin = raise(KEYS[1], conv .. '|m', ARGV[i+3])
-    local readSeq = raise(KEYS[3], conv, ARGV[i+4])
-    local userMin = raise(KEYS[3], conv .. '|min', ARGV[i+5])
-    local visibleMin = math.max(1, convMin, userMin)
-    local seen = math.max(readSeq, visibleMin - 1)
-    local unread = maxSeq - seen
-    if unread < 0 then unread = 0 end
-    head = head .. ',"x":' .. string.format('%d', maxSeq) .. ',"m":' .. string.format('%d', visibleMin) ..
-      ',"r":' .. string.format('%d', readSeq) .. ',"n":' .. string.format('%d', unread)
+local out, pushed = {}, {}
+local now = tonumber(ARGV[8])
+for i = 9, #ARGV, 7 do
+  local body, conv, key = ARGV[i], ARGV[i+1], ARGV[i+6]
+  if key ~= '' and redis.call('ZSCORE', KEYS[4], key) then
+    out[#out + 1] = ''
+  else
+    if key ~= '' then
+      redis.call('ZADD', KEYS[4], now, key)
+    end
+    pos = pos + 1
+    local head = '{"e":"' .. epoch .. '","p":' .. string.format('%d', pos)
+    if ARGV[i+2] ~= '' then
+      local maxSeq = raise(KEYS[1], conv .. '|x', ARGV[i+2])
+      local convMin = raise(KEYS[1], conv .. '|m', ARGV[i+3])
+      local readSeq = raise(KEYS[3], conv, ARGV[i+4])
+      local userMin = raise(KEYS[3], conv .. '|min', ARGV[i+5])
+      local visibleMin = math.max(1, convMin, userMin)
+      local seen = math.max(readSeq, visibleMin - 1)
+      local unread = maxSeq - seen
+      if unread < 0 then unread = 0 end
+      head = head .. ',"x":' .. string.format('%d', maxSeq) .. ',"m":' .. string.format('%d', visibleMin) ..
+        ',"r":' .. string.format('%d', readSeq) .. ',"n":' .. string.format('%d', unread)
+    end
+    local ev = head .. ',' .. string.sub(body, 2)
+    if ARGV[4] ~= '' then
+      redis.call(ARGV[5], ARGV[4], ev)
+    end
+    out[#out + 1] = ev
+    pushed[#pushed + 1] = ev
   end
-  local ev = head .. ',' .. string.sub(body, 2)
-  if ARGV[4] ~= '' then
-    redis.call(ARGV[5], ARGV[4], ev)
-  end
-  out[#out + 1] = ev
 end
 redis.call('HSET', KEYS[1], 'pos', string.format('%d', pos))
 for k, d in pairs(dirty) do
   redis.call('HSET', d[1], d[2], string.format('%d', values[k]))
 end
-for i = 1, #out, 500 do
-  redis.call('RPUSH', KEYS[2], unpack(out, i, math.min(i + 499, #out)))
+for i = 1, #pushed, 500 do
+  redis.call('RPUSH', KEYS[2], unpack(pushed, i, math.min(i + 499, #pushed)))
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
 redis.call('PEXPIRE', KEYS[2], ARGV[6])
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  -- Keys are kept as long as the events they name: by age and by count.
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. ARGV[3])
+  local extra = redis.call('ZCARD', KEYS[4]) - tonumber(ARGV[2])
+  if extra > 0 then
+    redis.call('ZREMRANGEBYRANK', KEYS[4], 0, extra - 1)
+  end
+  redis.call('PEXPIRE', KEYS[4], ARGV[6])
+end
 if redis.call('EXISTS', KEYS[3]) == 1 then
   redis.call('PEXPIRE', KEYS[3], ARGV[7])
 end
@@ -159,6 +184,12 @@ func (c *Cache) eventLogKeys(userID string) (log, events, read string) {
 	return tag + "log", tag + "events", tag + "read"
 }
 
+// eventKeysKey names the sorted set of the keys of a user's logged events (EventAppend.Key),
+// scored by the time of their append.
+func (c *Cache) eventKeysKey(userID string) string {
+	return c.opts.Prefix + "{u:" + userID + "}:evkeys"
+}
+
 // EventChannel is the pub/sub channel on which a user's new events are published.
 func (c *Cache) EventChannel(userID string) string {
 	return c.opts.Prefix + "{u:" + userID + "}:events"
@@ -179,11 +210,17 @@ type EventAppend struct {
 	// a stale value never lowers anything) and the event's counters are computed from the
 	// result. Used only when Event.Type.Counted().
 	MaxSeq, ConvMinSeq, ReadSeq, UserMinSeq int64
+	// Key names the change the event announces, when it may be announced more than once (by
+	// its writer and by whoever finishes the writer's intent, or by a retried send). The log
+	// keeps the keys of the events it holds and leaves out an event whose key it has seen, so
+	// no device gets one change twice. Empty: always appended.
+	Key string
 }
 
 // AppendEvents appends events to their users' logs, in order per user, and publishes each on
 // the user's channel. It costs one round trip (per cluster node). The stored events, with
-// positions and counters, come back aligned with appends.
+// positions and counters, come back aligned with appends; an event left out because its log
+// has its key already comes back as the zero Event (Position 0).
 func (c *Cache) AppendEvents(ctx context.Context, appends []EventAppend) ([]im.Event, error) {
 	if len(appends) == 0 {
 		return nil, nil
@@ -194,12 +231,13 @@ func (c *Cache) AppendEvents(ctx context.Context, appends []EventAppend) ([]im.E
 	}
 	var order []string
 	batches := map[string]*userBatch{}
-	oldest := time.Now().Add(-c.opts.EventLogMaxAge).UnixMilli()
+	now := time.Now().UnixMilli()
+	oldest := now - c.opts.EventLogMaxAge.Milliseconds()
 	for i, a := range appends {
 		b := batches[a.UserID]
 		if b == nil {
 			b = &userBatch{args: []any{newEpoch(), c.opts.EventLogMaxLen, oldest, c.EventChannel(a.UserID),
-				c.publishCommand(), ms(c.opts.EventLogMaxAge), ms(c.opts.StateTTL)}}
+				c.publishCommand(), ms(c.opts.EventLogMaxAge), ms(c.opts.StateTTL), now}}
 			batches[a.UserID] = b
 			order = append(order, a.UserID)
 		}
@@ -212,9 +250,9 @@ func (c *Cache) AppendEvents(ctx context.Context, appends []EventAppend) ([]im.E
 		// The body's leading fields ("e", "p") are empty and replaced by the script.
 		body := stripLeading(encoded)
 		if a.Event.Type.Counted() {
-			b.args = append(b.args, body, a.Event.ConversationID, a.MaxSeq, a.ConvMinSeq, a.ReadSeq, a.UserMinSeq)
+			b.args = append(b.args, body, a.Event.ConversationID, a.MaxSeq, a.ConvMinSeq, a.ReadSeq, a.UserMinSeq, a.Key)
 		} else {
-			b.args = append(b.args, body, a.Event.ConversationID, "", "", "", "")
+			b.args = append(b.args, body, a.Event.ConversationID, "", "", "", "", a.Key)
 		}
 		b.indexes = append(b.indexes, i)
 	}
@@ -222,7 +260,7 @@ func (c *Cache) AppendEvents(ctx context.Context, appends []EventAppend) ([]im.E
 	cmds := make([]*redis.Cmd, len(order))
 	for i, u := range order {
 		logKey, eventsKey, readKey := c.eventLogKeys(u)
-		cmds[i] = appendEvents.Eval(ctx, pipe, []string{logKey, eventsKey, readKey}, batches[u].args...)
+		cmds[i] = appendEvents.Eval(ctx, pipe, []string{logKey, eventsKey, readKey, c.eventKeysKey(u)}, batches[u].args...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, cacheError("append events", err)
@@ -238,6 +276,9 @@ func (c *Cache) AppendEvents(ctx context.Context, appends []EventAppend) ([]im.E
 			return nil, im.Errorf(im.EINTERNAL, "event log answered %d events for %d appends", len(raw), len(idx))
 		}
 		for j, s := range raw {
+			if s == "" {
+				continue // its key was logged already
+			}
 			if err := json.Unmarshal([]byte(s), &out[idx[j]]); err != nil {
 				return nil, im.Errorf(im.EINTERNAL, "decode event: %v", err)
 			}

@@ -33,6 +33,8 @@ type Store struct {
 	groupMembers *mongo.Collection
 	// userConversations lists each user's conversations.
 	userConversations *mongo.Collection
+	// outbox holds the intents of changes not yet announced (outbox.go).
+	outbox *mongo.Collection
 	// ownsClient: the store connected itself, so Close disconnects.
 	ownsClient bool
 	// locks serialise this Store's updates of one document; leases, set on a FerretDB that
@@ -59,6 +61,7 @@ func open(ctx context.Context, db *mongo.Database, opts Options) (*Store, error)
 		groupMembers: db.Collection(CollectionGroupMember),
 
 		userConversations: db.Collection(CollectionUserConversation),
+		outbox:            db.Collection(CollectionOutbox),
 	}
 	unique := func(c *mongo.Collection, keys ...string) error {
 		d := bson.D{}
@@ -85,6 +88,9 @@ func open(ctx context.Context, db *mongo.Database, opts Options) (*Store, error)
 		if err := unique(ix.c, ix.keys...); err != nil {
 			return nil, storeError("create indexes", err)
 		}
+	}
+	if err := createOutboxIndex(ctx, s.outbox); err != nil {
+		return nil, storeError("create indexes", err)
 	}
 	if !opts.SoleWriter {
 		ferret, err := isFerretDB(ctx, db.Client())

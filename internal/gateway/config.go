@@ -92,6 +92,11 @@ type Config struct {
 	EventLogMaxAge time.Duration // how long an event is kept; default cache.DefaultEventLogMaxAge
 	KeepAlive      time.Duration // WebSocket keepalive ping interval; default graph.DefaultKeepAlive
 
+	// Announcing every stored change (the outbox and its relay): how long a writer has to
+	// announce its own change before the relay may, and how often the relay looks.
+	IntentHandoff time.Duration // default imsync.DefaultIntentHandoff
+	RelayInterval time.Duration // default 1s
+
 	// Retention deletes whole chunks older than a number of days (off by default).
 	Retention RetentionConfig
 

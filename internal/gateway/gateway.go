@@ -100,8 +100,9 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 			return ops.ChunkMemoryFigures{Hits: s.Hits, Misses: s.Misses, Evictions: s.Evictions, Bytes: s.Bytes, Chunks: s.Chunks}
 		})
 	}
-	g.Ledger = imsync.NewLedger(g.Store, g.Cache, imsync.Options{Logger: logger})
+	g.Ledger = imsync.NewLedger(g.Store, g.Cache, imsync.Options{Logger: logger, IntentHandoff: cfg.IntentHandoff})
 	g.Ingest = ingest.New(g.Store, g.Cache, g.Ledger, ingest.Options{})
+	g.startRelay(logger)
 	g.Hub = imsync.NewHub(g.Ledger, g.Cache, imsync.HubOptions{OnDrop: g.Metrics.CountDroppedSubscriber})
 	g.Metrics.WatchSubscribers(g.Hub.Subscribers)
 	g.closers = append(g.closers, g.Hub.Close)
@@ -163,4 +164,17 @@ func (g *Gateway) Close() error {
 // quiet returns a logger for embedded servers: warnings and errors only.
 func quiet(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// startRelay runs the relay that finishes changes other writers left unannounced (see
+// ingest.Relay) until the gateway closes; it stops before the stores do.
+func (g *Gateway) startRelay(logger *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	relay := ingest.NewRelay(g.Ingest, ingest.RelayOptions{Interval: g.Config.RelayInterval, Logger: logger})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		relay.Run(ctx)
+	}()
+	g.closers = append(g.closers, func() error { cancel(); <-done; return nil })
 }

@@ -35,6 +35,7 @@ var keyFamilies = []struct {
 	{"conversation list version", regexp.MustCompile(`^msggate:\{u:[^}]+\}:convsv$`), 7 * 24 * time.Hour},
 	{"event log head", regexp.MustCompile(`^msggate:\{u:[^}]+\}:log$`), cache.DefaultEventLogMaxAge},
 	{"event log", regexp.MustCompile(`^msggate:\{u:[^}]+\}:events$`), cache.DefaultEventLogMaxAge},
+	{"event keys", regexp.MustCompile(`^msggate:\{u:[^}]+\}:evkeys$`), cache.DefaultEventLogMaxAge},
 	{"user rate bucket", regexp.MustCompile(`^msggate:\{u:[^}]+\}:rate$`), time.Hour},
 	{"address rate bucket", regexp.MustCompile(`^msggate:\{a:[^}]+\}:rate$`), time.Hour},
 	{"persisted query", regexp.MustCompile(`^msggate:apq:[0-9a-f]{64}$`), cache.DefaultPersistedQueryTTL},

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/msggate/msggate/internal/cache"
@@ -94,7 +95,7 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 		return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	}
 	pending := stored
-	var touched []string
+	var touched, intents []string
 	for round := 0; len(pending) > 0; round++ {
 		if round == maxRounds {
 			return im.Errorf(im.ECONFLICT, "could not find free seqs for %d messages; retry", len(pending))
@@ -102,10 +103,23 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 		if err := in.allocate(ctx, pending, round > 0); err != nil {
 			return err
 		}
+		// The intent names the seqs this round writes, before any of them is written: if this
+		// writer dies from here on, the relay finds what it stored and announces it.
+		intent := sendIntent(pending)
+		if err := in.ledger.BeginIntent(ctx, intent); err != nil {
+			return err
+		}
+		intents = append(intents, intent.ID)
 		var err error
 		var docIDs []string
 		pending, docIDs, err = in.write(ctx, pending)
 		touched = append(touched, docIDs...)
+		if err == nil {
+			err = in.ledger.Fault("store")
+		}
+		if errors.Is(err, imsync.ErrWriterStopped) {
+			return err
+		}
 		if err != nil {
 			// Some chunks may have changed before the failure: drop their cached copies now
 			// rather than leave them to a retry that may never come.
@@ -117,22 +131,43 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 	}
 	finish, cancel := detached()
 	defer cancel()
+	if err := in.finishSend(finish, storedMessages(stored), dedupe(touched)); err != nil {
+		return err
+	}
+	for _, id := range intents {
+		in.ledger.EndIntent(finish, id)
+	}
+	return nil
+}
+
+// finishSend makes stored messages visible and announces them: the steps after the chunk
+// writes, which the writer runs and, when the writer could not, the relay. Each step may run
+// twice: chunks are invalidated again, seqs are raised with $max, and the log keeps one event
+// per message.
+func (in *Ingester) finishSend(ctx context.Context, msgs []imsync.StoredMessage, docIDs []string) error {
 	// Readers must not keep serving the chunks as they were. This comes before the max seq is
 	// raised, so that a reader that sees the new seqs also sees the chunks' new version, never
-	// an older copy without them. If this fails the caller gets an error and retries; the retry
-	// finds its seqs by client message ID and invalidates again.
-	if err := in.cache.InvalidateChunks(finish, dedupe(touched)); err != nil {
+	// an older copy without them.
+	if err := in.cache.InvalidateChunks(ctx, docIDs); err != nil {
 		return err
 	}
-	msgs := storedMessages(stored)
-	if err := in.ledger.AddUserConversations(finish, listEntries(msgs)); err != nil {
+	if err := in.ledger.Fault("invalidate"); err != nil {
 		return err
 	}
-	if err := in.ledger.RecordStored(finish, msgs); err != nil {
+	if err := in.ledger.AddUserConversations(ctx, listEntries(msgs)); err != nil {
+		return err
+	}
+	if err := in.ledger.RecordStored(ctx, msgs); err != nil {
+		return err
+	}
+	if err := in.ledger.Fault("record"); err != nil {
 		return err
 	}
 	// Devices learn of the messages only now, when a read finds them.
-	return in.ledger.AnnounceMessages(finish, msgs)
+	if err := in.ledger.AnnounceMessages(ctx, msgs); err != nil {
+		return err
+	}
+	return in.ledger.Fault("announce")
 }
 
 // finishTimeout bounds the steps after the chunk writes, which run on when the caller has gone.

@@ -7,6 +7,7 @@ import (
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
+	imsync "github.com/msggate/msggate/internal/sync"
 )
 
 // Actor is who changes messages: the user and, in a group, their role there.
@@ -52,21 +53,32 @@ func (in *Ingester) Revoke(ctx context.Context, actor Actor, conv im.Conversatio
 	case !im.CanActOnMessage(conv.Kind, actor.UserID, actor.Role, slot.Msg.SendID):
 		return im.MessageView{}, im.Errorf(im.EFORBIDDEN, "only the sender or a group's owner or admin may revoke this message")
 	}
-	if slot.Revoke == nil {
-		r := im.Revoke{UserID: actor.UserID, Role: actor.Role, Time: now}
-		if _, err := in.store.Revoke(ctx, conv.ID, seq, r); err != nil {
-			return im.MessageView{}, err
-		}
-		if err := in.cache.InvalidateChunks(ctx, []string{im.DocID(conv.ID, seq)}); err != nil {
-			return im.MessageView{}, err
-		}
-		slot.Revoke = &r
+	if slot.Revoke != nil {
+		// Revoked before: announced by that revoke, or from its intent (intent.go).
+		return im.ViewSlot(conv.ID, seq, slot, actor.UserID), nil
 	}
-	// Announced again by a repeated revoke too: a revoke whose announcement failed is retried
-	// by its caller, and only the announcement is left to do.
+	intent := &chunkstore.Intent{Kind: chunkstore.IntentRevoke, ConversationID: conv.ID, UserID: actor.UserID, Seqs: []int64{seq}}
+	if err := in.ledger.BeginIntent(ctx, intent); err != nil {
+		return im.MessageView{}, err
+	}
+	r := im.Revoke{UserID: actor.UserID, Role: actor.Role, Time: now}
+	if _, err := in.store.Revoke(ctx, conv.ID, seq, r); err != nil {
+		return im.MessageView{}, err
+	}
+	if err := in.ledger.Fault("store"); err != nil {
+		return im.MessageView{}, err
+	}
+	if err := in.cache.InvalidateChunks(ctx, []string{im.DocID(conv.ID, seq)}); err != nil {
+		return im.MessageView{}, err
+	}
+	slot.Revoke = &r
 	if err := in.ledger.AnnounceRevoke(ctx, conv, seq); err != nil {
 		return im.MessageView{}, err
 	}
+	if err := in.ledger.Fault("announce"); err != nil {
+		return im.MessageView{}, err
+	}
+	in.ledger.EndIntent(ctx, intent.ID)
 	return im.ViewSlot(conv.ID, seq, slot, actor.UserID), nil
 }
 
@@ -85,16 +97,13 @@ func (in *Ingester) Delete(ctx context.Context, actor Actor, conv im.Conversatio
 	if err != nil {
 		return nil, err
 	}
-	var present, announced []int64
+	var present []int64
 	var msgs []*im.Message
 	for i, slot := range slots {
-		if slot == nil || slot.Msg == nil {
-			continue
-		}
-		// Seqs deleted already are announced again: a delete whose announcement failed is
-		// retried by its caller, and only the announcement is left to do.
-		announced = append(announced, uniq[i])
-		if slot.Msg.Status == im.DeletedMessageStatus {
+		// Seqs deleted already were announced by the delete that deleted them, or will be from
+		// its intent.
+		if slot == nil || slot.Msg == nil || slot.Msg.Status == im.DeletedMessageStatus ||
+			(!forEveryone && deletedFor(slot, actor.UserID)) {
 			continue
 		}
 		if forEveryone && !im.CanActOnMessage(conv.Kind, actor.UserID, actor.Role, slot.Msg.SendID) {
@@ -104,24 +113,7 @@ func (in *Ingester) Delete(ctx context.Context, actor Actor, conv im.Conversatio
 		msgs = append(msgs, slot.Msg)
 	}
 	if len(present) > 0 {
-		if forEveryone {
-			err = in.store.DeleteForEveryone(ctx, conv.ID, msgs)
-		} else {
-			err = in.store.DeleteForUser(ctx, conv.ID, present, actor.UserID)
-		}
-		if err != nil {
-			return nil, err
-		}
-		var docIDs []string
-		for _, g := range im.GroupSeqsByDocID(conv.ID, present) {
-			docIDs = append(docIDs, g.DocID)
-		}
-		if err := in.cache.InvalidateChunks(ctx, docIDs); err != nil {
-			return nil, err
-		}
-	}
-	if len(announced) > 0 {
-		if err := in.ledger.AnnounceDelete(ctx, actor.UserID, conv, announced, forEveryone); err != nil {
+		if err := in.deleteAndAnnounce(ctx, actor.UserID, conv, present, msgs, forEveryone); err != nil {
 			return nil, err
 		}
 	}
@@ -144,6 +136,38 @@ func (in *Ingester) Delete(ctx context.Context, actor Actor, conv im.Conversatio
 		out[i] = im.ViewSlot(conv.ID, s, bySeq[s], actor.UserID)
 	}
 	return out, nil
+}
+
+// deleteAndAnnounce deletes the messages at seqs, for everyone or for userID, and announces
+// it, under an intent (see imsync.Ledger.BeginIntent).
+func (in *Ingester) deleteAndAnnounce(ctx context.Context, userID string, conv im.Conversation, seqs []int64, msgs []*im.Message, forEveryone bool) error {
+	intent := &chunkstore.Intent{Kind: chunkstore.IntentDelete, ConversationID: conv.ID, UserID: userID, Seqs: seqs, ForEveryone: forEveryone}
+	if err := in.ledger.BeginIntent(ctx, intent); err != nil {
+		return err
+	}
+	var err error
+	if forEveryone {
+		err = in.store.DeleteForEveryone(ctx, conv.ID, msgs)
+	} else {
+		err = in.store.DeleteForUser(ctx, conv.ID, seqs, userID)
+	}
+	if err != nil {
+		return err
+	}
+	if err := in.ledger.Fault("store"); err != nil {
+		return err
+	}
+	if err := in.cache.InvalidateChunks(ctx, docIDsOf(conv.ID, seqs)); err != nil {
+		return err
+	}
+	if err := in.ledger.AnnounceDelete(ctx, userID, conv, seqs, forEveryone, imsync.IntentKey(intent.ID)); err != nil {
+		return err
+	}
+	if err := in.ledger.Fault("announce"); err != nil {
+		return err
+	}
+	in.ledger.EndIntent(ctx, intent.ID)
+	return nil
 }
 
 func uniqueSeqs(seqs []int64) []int64 {

@@ -184,6 +184,11 @@ func storedMessages(stored []*placement) []imsync.StoredMessage {
 		seen[k] = true
 		out = append(out, imsync.StoredMessage{ConversationID: p.conv, Seq: p.msg.Seq, SendID: p.msg.SendID, SendTime: p.msg.SendTime})
 	}
+	return sortStored(out)
+}
+
+// sortStored orders stored messages by conversation, then seq: the order they are announced in.
+func sortStored(out []imsync.StoredMessage) []imsync.StoredMessage {
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].ConversationID != out[j].ConversationID {
 			return out[i].ConversationID < out[j].ConversationID

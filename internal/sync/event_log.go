@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/msggate/msggate/internal/cache"
@@ -97,6 +98,9 @@ func (l *Ledger) AnnounceMessages(ctx context.Context, msgs []StoredMessage) err
 				Event: im.Event{Type: im.EventNewMessage, Time: m.SendTime, ConversationID: m.ConversationID,
 					Seq: m.Seq, SendID: m.SendID},
 				MaxSeq: m.Seq, ConvMinSeq: st.MinSeq, ReadSeq: read, UserMinSeq: st.UserMinSeq,
+				// A message has one seq for good: its writer, a retry of its send and the
+				// relay all announce it under this key, and the log keeps the first.
+				Key: "m:" + m.ConversationID + ":" + strconv.FormatInt(m.Seq, 10),
 			})
 		}
 	}
@@ -104,18 +108,20 @@ func (l *Ledger) AnnounceMessages(ctx context.Context, msgs []StoredMessage) err
 	return err
 }
 
-// AnnounceRevoke tells every member that the message at seq was revoked.
+// AnnounceRevoke tells every member that the message at seq was revoked. A message is revoked
+// once, so the announcement is keyed by its seq: announcing it again adds nothing.
 func (l *Ledger) AnnounceRevoke(ctx context.Context, conv im.Conversation, seq int64) error {
 	ms, err := l.Members(ctx, conv)
 	if err != nil {
 		return err
 	}
-	return l.announce(ctx, ms, im.Event{Type: im.EventRevoke, ConversationID: conv.ID, Seq: seq})
+	return l.announce(ctx, ms, im.Event{Type: im.EventRevoke, ConversationID: conv.ID, Seq: seq},
+		"r:"+conv.ID+":"+strconv.FormatInt(seq, 10))
 }
 
 // AnnounceDelete tells the deleting user (forEveryone false) or every member that seqs were
-// deleted.
-func (l *Ledger) AnnounceDelete(ctx context.Context, userID string, conv im.Conversation, seqs []int64, forEveryone bool) error {
+// deleted. key names the change (IntentKey): a second announcement under it adds nothing.
+func (l *Ledger) AnnounceDelete(ctx context.Context, userID string, conv im.Conversation, seqs []int64, forEveryone bool, key string) error {
 	users := []string{userID}
 	if forEveryone {
 		var err error
@@ -123,28 +129,29 @@ func (l *Ledger) AnnounceDelete(ctx context.Context, userID string, conv im.Conv
 			return err
 		}
 	}
-	return l.announce(ctx, users, im.Event{Type: im.EventDelete, ConversationID: conv.ID, Seqs: seqs, ForEveryone: forEveryone})
+	return l.announce(ctx, users, im.Event{Type: im.EventDelete, ConversationID: conv.ID, Seqs: seqs, ForEveryone: forEveryone}, key)
 }
 
-// announce appends one counter-free event to each user's log.
-func (l *Ledger) announce(ctx context.Context, users []string, ev im.Event) error {
+// announce appends one counter-free event to each user's log, under key.
+func (l *Ledger) announce(ctx context.Context, users []string, ev im.Event, key string) error {
 	ev.Time = time.Now().UnixMilli()
 	appends := make([]cache.EventAppend, len(users))
 	for i, u := range users {
-		appends[i] = cache.EventAppend{UserID: u, Event: ev}
+		appends[i] = cache.EventAppend{UserID: u, Event: ev, Key: key}
 	}
 	_, err := l.cache.AppendEvents(ctx, appends)
 	return err
 }
 
 // announceStates appends an event that carries counters (READ, CLEAR) to each user's log, with
-// the state each user is known to be in; it returns the events as stored.
-func (l *Ledger) announceStates(ctx context.Context, ev im.Event, users []string, states []im.SeqState) ([]im.Event, error) {
+// the state each user is known to be in, under key; it returns the events as stored (the zero
+// Event where the log had the key already).
+func (l *Ledger) announceStates(ctx context.Context, ev im.Event, users []string, states []im.SeqState, key string) ([]im.Event, error) {
 	ev.Time = time.Now().UnixMilli()
 	appends := make([]cache.EventAppend, len(users))
 	for i, u := range users {
 		st := states[i]
-		appends[i] = cache.EventAppend{UserID: u, Event: ev,
+		appends[i] = cache.EventAppend{UserID: u, Event: ev, Key: key,
 			MaxSeq: st.MaxSeq, ConvMinSeq: st.MinSeq, ReadSeq: st.ReadSeq, UserMinSeq: st.UserMinSeq}
 	}
 	return l.cache.AppendEvents(ctx, appends)

@@ -19,6 +19,13 @@ type Options struct {
 	BlockSize int64
 	// Logger receives cache failures that were worked around. Default slog.Default().
 	Logger *slog.Logger
+	// IntentHandoff is how long a writer has to announce its change before the relay may
+	// (chunkstore.Intent.Due). Default DefaultIntentHandoff.
+	IntentHandoff time.Duration
+	// Fault, when set, is called at each step of a change (after its intent is recorded,
+	// after the store changed, after the announcement); an error stops the writer there,
+	// as if its process had died (ErrWriterStopped). For tests of what a dead writer leaves.
+	Fault func(step string) error
 }
 
 // Ledger is the seq ledger. It is safe for concurrent use.
@@ -36,6 +43,9 @@ func NewLedger(store *chunkstore.Store, c *cache.Cache, opts Options) *Ledger {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.IntentHandoff <= 0 {
+		opts.IntentHandoff = DefaultIntentHandoff
 	}
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
@@ -234,19 +244,32 @@ func (l *Ledger) MarkRead(ctx context.Context, userID, conversationID string, re
 		}
 	}
 	if target <= s.ReadSeq {
+		// Nothing moves, so nothing is announced: a read whose announcement failed before is
+		// announced from its intent (see intent.go).
 		return s, prev, nil
+	}
+	intent := &chunkstore.Intent{Kind: chunkstore.IntentRead, ConversationID: conversationID, UserID: userID, Target: target}
+	if err := l.BeginIntent(ctx, intent); err != nil {
+		return im.SeqState{}, 0, err
 	}
 	key := chunkstore.UserSeqKey{ConversationID: conversationID, UserID: userID}
 	if err := l.store.RaiseReadSeqs(ctx, map[chunkstore.UserSeqKey]int64{key: target}); err != nil {
 		return im.SeqState{}, 0, err
 	}
+	if err := l.Fault("store"); err != nil {
+		return im.SeqState{}, 0, err
+	}
 	s.ReadSeq = target
 	// The event raises the cached read seq too, and its counters are what the user's other
 	// devices will show; the caller gets the same numbers.
-	evs, err := l.announceStates(ctx, im.Event{Type: im.EventRead, ConversationID: conversationID}, []string{userID}, []im.SeqState{s})
+	evs, err := l.announceStates(ctx, im.Event{Type: im.EventRead, ConversationID: conversationID}, []string{userID}, []im.SeqState{s}, IntentKey(intent.ID))
 	if err != nil {
 		return im.SeqState{}, 0, err
 	}
+	if err := l.Fault("announce"); err != nil {
+		return im.SeqState{}, 0, err
+	}
+	l.EndIntent(ctx, intent.ID)
 	applyCounters(&s, evs[0])
 	return s, prev, nil
 }
@@ -265,19 +288,32 @@ func (l *Ledger) ClearForUser(ctx context.Context, userID, conversationID string
 		return im.SeqState{}, err
 	}
 	s := st[0]
-	// A clear with nothing new to clear is announced again all the same: it may be the retry
-	// of a clear whose announcement failed.
-	if next := s.MaxSeq + 1; next > s.UserMinSeq {
-		key := chunkstore.UserSeqKey{ConversationID: conversationID, UserID: userID}
-		if err := l.store.RaiseUserMinSeqs(ctx, map[chunkstore.UserSeqKey]int64{key: next}); err != nil {
-			return im.SeqState{}, err
-		}
-		l.raiseCache(ctx, nil, []cache.UserRaise{{UserID: userID, ConversationID: conversationID, UserMinSeq: &next}})
-		s.UserMinSeq = next
+	next := s.MaxSeq + 1
+	if next <= s.UserMinSeq {
+		// Nothing new to clear, so nothing is announced: a clear whose announcement failed
+		// before is announced from its intent (see intent.go).
+		return s, nil
 	}
-	if _, err := l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: conversationID}, []string{userID}, []im.SeqState{s}); err != nil {
+	intent := &chunkstore.Intent{Kind: chunkstore.IntentClear, ConversationID: conversationID, UserID: userID, Target: next}
+	if err := l.BeginIntent(ctx, intent); err != nil {
 		return im.SeqState{}, err
 	}
+	key := chunkstore.UserSeqKey{ConversationID: conversationID, UserID: userID}
+	if err := l.store.RaiseUserMinSeqs(ctx, map[chunkstore.UserSeqKey]int64{key: next}); err != nil {
+		return im.SeqState{}, err
+	}
+	if err := l.Fault("store"); err != nil {
+		return im.SeqState{}, err
+	}
+	l.raiseCache(ctx, nil, []cache.UserRaise{{UserID: userID, ConversationID: conversationID, UserMinSeq: &next}})
+	s.UserMinSeq = next
+	if _, err := l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: conversationID}, []string{userID}, []im.SeqState{s}, IntentKey(intent.ID)); err != nil {
+		return im.SeqState{}, err
+	}
+	if err := l.Fault("announce"); err != nil {
+		return im.SeqState{}, err
+	}
+	l.EndIntent(ctx, intent.ID)
 	return s, nil
 }
 
@@ -289,9 +325,12 @@ func (l *Ledger) ClearForEveryone(ctx context.Context, userID, conversationID st
 		return im.SeqState{}, err
 	}
 	s := st[0]
-	// RaiseMinSeq changes nothing when there is nothing new to clear, but announces again: this
-	// may be the retry of a clear whose announcement failed.
-	next := max(s.MaxSeq+1, s.MinSeq)
+	next := s.MaxSeq + 1
+	if next <= s.MinSeq {
+		// Nothing new to clear, so nothing is announced: a clear whose announcement failed
+		// before is announced from its intent (see intent.go).
+		return s, nil
+	}
 	if err := l.RaiseMinSeq(ctx, conversationID, next); err != nil {
 		return im.SeqState{}, err
 	}
@@ -300,16 +339,39 @@ func (l *Ledger) ClearForEveryone(ctx context.Context, userID, conversationID st
 }
 
 // RaiseMinSeq makes every seq below minSeq unreadable for every member of the conversation
-// (clear for everyone, retention). It is monotonic: a lower value changes nothing.
+// (clear for everyone, retention). It is monotonic: a lower value changes nothing, but is
+// announced all the same.
 func (l *Ledger) RaiseMinSeq(ctx context.Context, conversationID string, minSeq int64) error {
-	conv, err := im.ParseConversationID(conversationID)
-	if err != nil {
+	if _, err := im.ParseConversationID(conversationID); err != nil {
+		return err
+	}
+	intent := &chunkstore.Intent{Kind: chunkstore.IntentClear, ConversationID: conversationID, ForEveryone: true, Target: minSeq}
+	if err := l.BeginIntent(ctx, intent); err != nil {
 		return err
 	}
 	if err := l.store.RaiseMinSeq(ctx, conversationID, minSeq); err != nil {
 		return err
 	}
+	if err := l.Fault("store"); err != nil {
+		return err
+	}
 	l.raiseCache(ctx, []cache.ConversationRaise{{ConversationID: conversationID, MinSeq: &minSeq}}, nil)
+	if err := l.announceMinSeq(ctx, conversationID, minSeq, IntentKey(intent.ID)); err != nil {
+		return err
+	}
+	if err := l.Fault("announce"); err != nil {
+		return err
+	}
+	l.EndIntent(ctx, intent.ID)
+	return nil
+}
+
+// announceMinSeq tells every member of the conversation that seqs below minSeq are gone.
+func (l *Ledger) announceMinSeq(ctx context.Context, conversationID string, minSeq int64, key string) error {
+	conv, err := im.ParseConversationID(conversationID)
+	if err != nil {
+		return err
+	}
 	members, err := l.Members(ctx, conv)
 	if err != nil {
 		return err
@@ -327,6 +389,6 @@ func (l *Ledger) RaiseMinSeq(ctx context.Context, conversationID string, minSeq 
 		flat[i] = states[i][0]
 		flat[i].MinSeq = max(flat[i].MinSeq, minSeq)
 	}
-	_, err = l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: conversationID, ForEveryone: true}, members, flat)
+	_, err = l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: conversationID, ForEveryone: true}, members, flat, key)
 	return err
 }

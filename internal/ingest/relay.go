@@ -1,0 +1,110 @@
+package ingest
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	imsync "github.com/msggate/msggate/internal/sync"
+)
+
+// RelayOptions configures a Relay. The zero value is usable.
+type RelayOptions struct {
+	// Interval is how often the outbox is looked at for intents past their Due. Default 1s,
+	// each wait drawn between half and one and a half of it, so instances do not look at once.
+	Interval time.Duration
+	// Batch bounds the intents taken per look. Default 100.
+	Batch int
+	// Retry is how long an intent taken is left alone before it is tried again, by this
+	// instance or another, when finishing it failed (Redis or the store down). Default 5s.
+	Retry time.Duration
+	// Logger receives what was finished and what failed. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Relay finishes the changes whose writers left their intents behind (see
+// imsync.Ledger.BeginIntent): every instance runs one, and an intent past its Due is taken by
+// the first that finds it. Finishing an intent twice announces nothing twice (events carry the
+// change's key), so two instances taking one intent cost work, not correctness.
+type Relay struct {
+	in   *Ingester
+	opts RelayOptions
+}
+
+// NewRelay returns a relay for the ingester's store.
+func NewRelay(in *Ingester, opts RelayOptions) *Relay {
+	if opts.Interval <= 0 {
+		opts.Interval = time.Second
+	}
+	if opts.Batch <= 0 {
+		opts.Batch = 100
+	}
+	if opts.Retry <= 0 {
+		opts.Retry = 5 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Relay{in: in, opts: opts}
+}
+
+// Run finishes due intents until ctx ends.
+func (r *Relay) Run(ctx context.Context) {
+	for {
+		wait := r.opts.Interval/2 + rand.N(r.opts.Interval)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			r.opts.Logger.WarnContext(ctx, "relay: finishing left intents failed; trying again", "err", err)
+		}
+	}
+}
+
+// RunOnce takes the intents due now and finishes each; it returns how many it finished.
+func (r *Relay) RunOnce(ctx context.Context) (int, error) {
+	now := time.Now()
+	due, err := r.in.store.DueIntents(ctx, now, r.opts.Batch)
+	if err != nil || len(due) == 0 {
+		return 0, err
+	}
+	finished := 0
+	for _, it := range due {
+		if ctx.Err() != nil {
+			return finished, ctx.Err()
+		}
+		ok, err := r.in.store.ClaimIntent(ctx, it, now.Add(r.opts.Retry))
+		if err != nil {
+			return finished, err
+		}
+		if !ok {
+			continue // another instance took it
+		}
+		tctx, cancel := context.WithTimeout(ctx, r.opts.Retry)
+		out, err := r.in.FinishIntent(tctx, it)
+		if out == imsync.IntentDone {
+			if err != nil {
+				// An intent that can never be finished (one this version cannot read) must
+				// not be tried for ever.
+				r.opts.Logger.ErrorContext(ctx, "relay: dropping an intent that cannot be finished", "intent", it.ID, "kind", it.Kind, "err", err)
+			}
+			err = r.in.store.DropIntent(tctx, it.ID)
+		}
+		cancel()
+		if err != nil {
+			// Left for the next try, when the intent is due again.
+			r.opts.Logger.WarnContext(ctx, "relay: an intent could not be finished yet", "intent", it.ID, "kind", it.Kind,
+				"conversation", it.ConversationID, "tries", it.Tries+1, "err", err)
+			continue
+		}
+		if out == imsync.IntentDone {
+			finished++
+			r.opts.Logger.InfoContext(ctx, "relay: finished a change its writer left", "intent", it.ID, "kind", it.Kind,
+				"conversation", it.ConversationID, "age", now.Sub(time.UnixMilli(it.Created)).Round(time.Millisecond).String())
+		}
+	}
+	return finished, nil
+}

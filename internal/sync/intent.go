@@ -1,0 +1,146 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/im"
+)
+
+// Every change that devices must learn is made in four steps: its intent is recorded in the
+// store's outbox, the store is changed, the change is announced (events appended to the logs),
+// and the intent is dropped. An intent that outlives its Due was left by a writer that died, was
+// cut off, or could not reach Redis; the relay (ingest.Relay) finishes it: it checks in the
+// store whether the change happened and, if so, announces it. Writer and relay give every event
+// the same key, so a change announced by both, or by a retried call, is logged once.
+
+// DefaultIntentHandoff is how long a writer has to finish its change before others may.
+const DefaultIntentHandoff = 15 * time.Second
+
+// IntentGrace is how long after its creation an intent whose change the store does not show
+// is kept, in case the change is still on its way (a store command that outlived its caller).
+const IntentGrace = 2 * time.Minute
+
+// ErrWriterStopped is what an injected fault returns (Options.Fault): the writer stops where it
+// is, as if its process had died there.
+var ErrWriterStopped = errors.New("writer stopped by an injected fault")
+
+// BeginIntent records the intent of a change, due when this writer will have finished or
+// given up. Nothing of the change may reach the store before it returns without error.
+func (l *Ledger) BeginIntent(ctx context.Context, in *chunkstore.Intent) error {
+	now := time.Now()
+	in.Created, in.Due = now.UnixMilli(), now.Add(l.opts.IntentHandoff).UnixMilli()
+	if err := l.store.RecordIntent(ctx, in); err != nil {
+		return err
+	}
+	return l.Fault("intent")
+}
+
+// EndIntent drops the intent of a change that is announced. A failure is logged only: the
+// relay finds the intent later, and finishing it again announces nothing twice.
+func (l *Ledger) EndIntent(ctx context.Context, id string) {
+	if err := l.store.DropIntent(ctx, id); err != nil {
+		l.opts.Logger.WarnContext(ctx, "dropping a finished intent failed; the relay will drop it", "intent", id, "err", err)
+	}
+}
+
+// Fault runs the injected fault for a step of a write (Options.Fault).
+func (l *Ledger) Fault(step string) error {
+	if l.opts.Fault == nil {
+		return nil
+	}
+	return l.opts.Fault(step)
+}
+
+// IntentKey is the event key of the change an intent records (cache.EventAppend.Key).
+func IntentKey(id string) string { return "i:" + id }
+
+// IntentOutcome is what finishing an intent came to.
+type IntentOutcome int
+
+const (
+	// IntentDone: the change is announced (or never happened and never will): drop the intent.
+	IntentDone IntentOutcome = iota
+	// IntentPending: the store does not show the change yet; ask again later.
+	IntentPending
+)
+
+// Unverified is the outcome for a change the store does not show: pending while the change
+// may still arrive, done (nothing to announce) after that.
+func Unverified(in chunkstore.Intent) IntentOutcome {
+	if time.Since(time.UnixMilli(in.Created)) < IntentGrace {
+		return IntentPending
+	}
+	return IntentDone
+}
+
+// FinishIntent finishes a read or a clear whose writer left its intent behind: when the store
+// shows the change, it is announced, with the intent's key.
+func (l *Ledger) FinishIntent(ctx context.Context, in chunkstore.Intent) (IntentOutcome, error) {
+	switch in.Kind {
+	case chunkstore.IntentRead:
+		return l.finishRead(ctx, in)
+	case chunkstore.IntentClear:
+		return l.finishClear(ctx, in)
+	}
+	return IntentDone, im.Errorf(im.EINTERNAL, "the ledger does not finish %q intents", in.Kind)
+}
+
+func (l *Ledger) finishRead(ctx context.Context, in chunkstore.Intent) (IntentOutcome, error) {
+	key := chunkstore.UserSeqKey{ConversationID: in.ConversationID, UserID: in.UserID}
+	docs, err := l.store.FindUserSeqs(ctx, []chunkstore.UserSeqKey{key})
+	if err != nil {
+		return IntentPending, err
+	}
+	if docs[key].ReadSeq < in.Target {
+		return Unverified(in), nil
+	}
+	st, err := l.States(ctx, in.UserID, []string{in.ConversationID})
+	if err != nil {
+		return IntentPending, err
+	}
+	s := st[0]
+	s.ReadSeq = max(s.ReadSeq, in.Target)
+	if _, err := l.announceStates(ctx, im.Event{Type: im.EventRead, ConversationID: in.ConversationID},
+		[]string{in.UserID}, []im.SeqState{s}, IntentKey(in.ID)); err != nil {
+		return IntentPending, err
+	}
+	return IntentDone, nil
+}
+
+func (l *Ledger) finishClear(ctx context.Context, in chunkstore.Intent) (IntentOutcome, error) {
+	if !in.ForEveryone {
+		key := chunkstore.UserSeqKey{ConversationID: in.ConversationID, UserID: in.UserID}
+		docs, err := l.store.FindUserSeqs(ctx, []chunkstore.UserSeqKey{key})
+		if err != nil {
+			return IntentPending, err
+		}
+		if docs[key].MinSeq < in.Target {
+			return Unverified(in), nil
+		}
+		st, err := l.States(ctx, in.UserID, []string{in.ConversationID})
+		if err != nil {
+			return IntentPending, err
+		}
+		s := st[0]
+		s.UserMinSeq = max(s.UserMinSeq, in.Target)
+		if _, err := l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: in.ConversationID},
+			[]string{in.UserID}, []im.SeqState{s}, IntentKey(in.ID)); err != nil {
+			return IntentPending, err
+		}
+		return IntentDone, nil
+	}
+	docs, err := l.store.FindConversationSeqs(ctx, []string{in.ConversationID})
+	if err != nil {
+		return IntentPending, err
+	}
+	if docs[in.ConversationID].MinSeq < in.Target {
+		return Unverified(in), nil
+	}
+	if err := l.announceMinSeq(ctx, in.ConversationID, in.Target, IntentKey(in.ID)); err != nil {
+		return IntentPending, err
+	}
+	return IntentDone, nil
+}
