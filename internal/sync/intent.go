@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/msggate/msggate/internal/chunkstore"
@@ -57,6 +58,21 @@ func (l *Ledger) Fault(step string) error {
 // IntentKey is the event key of the change an intent records (cache.EventAppend.Key).
 func IntentKey(id string) string { return "i:" + id }
 
+// moveKey is the event key of a move of a monotonic value (a read seq, a min seq) to target:
+// such a move happens once, however many callers ask for it, so every announcement of it,
+// with whichever intent, is one event.
+func moveKey(what, conversationID string, target int64) string {
+	return what + ":" + conversationID + ":" + strconv.FormatInt(target, 10)
+}
+
+func readKey(conversationID string, target int64) string { return moveKey("rd", conversationID, target) }
+
+func userClearKey(conversationID string, target int64) string {
+	return moveKey("cu", conversationID, target)
+}
+
+func clearKey(conversationID string, target int64) string { return moveKey("ce", conversationID, target) }
+
 // IntentOutcome is what finishing an intent came to.
 type IntentOutcome int
 
@@ -104,7 +120,7 @@ func (l *Ledger) finishRead(ctx context.Context, in chunkstore.Intent) (IntentOu
 	s := st[0]
 	s.ReadSeq = max(s.ReadSeq, in.Target)
 	if _, err := l.announceStates(ctx, im.Event{Type: im.EventRead, ConversationID: in.ConversationID},
-		[]string{in.UserID}, []im.SeqState{s}, IntentKey(in.ID)); err != nil {
+		[]string{in.UserID}, []im.SeqState{s}, readKey(in.ConversationID, in.Target)); err != nil {
 		return IntentPending, err
 	}
 	return IntentDone, nil
@@ -127,7 +143,7 @@ func (l *Ledger) finishClear(ctx context.Context, in chunkstore.Intent) (IntentO
 		s := st[0]
 		s.UserMinSeq = max(s.UserMinSeq, in.Target)
 		if _, err := l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: in.ConversationID},
-			[]string{in.UserID}, []im.SeqState{s}, IntentKey(in.ID)); err != nil {
+			[]string{in.UserID}, []im.SeqState{s}, userClearKey(in.ConversationID, in.Target)); err != nil {
 			return IntentPending, err
 		}
 		return IntentDone, nil
@@ -139,7 +155,7 @@ func (l *Ledger) finishClear(ctx context.Context, in chunkstore.Intent) (IntentO
 	if docs[in.ConversationID].MinSeq < in.Target {
 		return Unverified(in), nil
 	}
-	if err := l.announceMinSeq(ctx, in.ConversationID, in.Target, IntentKey(in.ID)); err != nil {
+	if err := l.announceMinSeq(ctx, in.ConversationID, in.Target, clearKey(in.ConversationID, in.Target)); err != nil {
 		return IntentPending, err
 	}
 	return IntentDone, nil

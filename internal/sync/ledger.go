@@ -262,7 +262,7 @@ func (l *Ledger) MarkRead(ctx context.Context, userID, conversationID string, re
 	s.ReadSeq = target
 	// The event raises the cached read seq too, and its counters are what the user's other
 	// devices will show; the caller gets the same numbers.
-	evs, err := l.announceStates(ctx, im.Event{Type: im.EventRead, ConversationID: conversationID}, []string{userID}, []im.SeqState{s}, IntentKey(intent.ID))
+	evs, err := l.announceStates(ctx, im.Event{Type: im.EventRead, ConversationID: conversationID}, []string{userID}, []im.SeqState{s}, readKey(conversationID, target))
 	if err != nil {
 		return im.SeqState{}, 0, err
 	}
@@ -307,7 +307,7 @@ func (l *Ledger) ClearForUser(ctx context.Context, userID, conversationID string
 	}
 	l.raiseCache(ctx, nil, []cache.UserRaise{{UserID: userID, ConversationID: conversationID, UserMinSeq: &next}})
 	s.UserMinSeq = next
-	if _, err := l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: conversationID}, []string{userID}, []im.SeqState{s}, IntentKey(intent.ID)); err != nil {
+	if _, err := l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: conversationID}, []string{userID}, []im.SeqState{s}, userClearKey(conversationID, next)); err != nil {
 		return im.SeqState{}, err
 	}
 	if err := l.Fault("announce"); err != nil {
@@ -356,7 +356,7 @@ func (l *Ledger) RaiseMinSeq(ctx context.Context, conversationID string, minSeq 
 		return err
 	}
 	l.raiseCache(ctx, []cache.ConversationRaise{{ConversationID: conversationID, MinSeq: &minSeq}}, nil)
-	if err := l.announceMinSeq(ctx, conversationID, minSeq, IntentKey(intent.ID)); err != nil {
+	if err := l.announceMinSeq(ctx, conversationID, minSeq, clearKey(conversationID, minSeq)); err != nil {
 		return err
 	}
 	if err := l.Fault("announce"); err != nil {
