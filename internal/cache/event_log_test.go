@@ -225,3 +225,36 @@ func TestEventLogExpires(t *testing.T) {
 		}
 	})
 }
+
+// Ensure an event whose key the log has seen is left out (answered as the zero Event) without
+// taking a position, in the same batch and in a later one, while events without a key and
+// with other keys are appended as usual; and that a new log forgets the keys of the lost one.
+func TestEventLogKeysLeaveOutRepeats(t *testing.T) {
+	eachTopology(t, func(t *testing.T, e *env) {
+		c := e.cache
+		keyed := func(seq int64, key string) cache.EventAppend {
+			a := newMessage("bob", "si_alice_bob", seq, 0)
+			a.Key = key
+			return a
+		}
+		evs := appendEvents(t, c, keyed(1, "m:1"), keyed(1, "m:1"), keyed(2, "m:2"), keyed(3, ""))
+		if evs[0].Position != 1 || evs[1].Position != 0 || evs[2].Position != 2 || evs[3].Position != 3 {
+			t.Fatalf("positions %d %d %d %d, want 1, left out, 2, 3", evs[0].Position, evs[1].Position, evs[2].Position, evs[3].Position)
+		}
+		again := appendEvents(t, c, keyed(2, "m:2"), keyed(4, "m:4"))
+		if again[0].Position != 0 || again[1].Position != 4 {
+			t.Fatalf("a repeat in a later batch: positions %d and %d, want left out and 4", again[0].Position, again[1].Position)
+		}
+		page, err := c.ReadEvents(context.Background(), "bob", im.SyncToken{Epoch: evs[0].Epoch}, 100)
+		if err != nil || len(page.Events) != 4 {
+			t.Fatalf("the log holds %d events (%v), want 4", len(page.Events), err)
+		}
+		// The head expires (or is evicted) before the keys: the log starts a new epoch.
+		if err := e.rdb.Del(e.ctx, "t:{u:bob}:log").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if fresh := appendEvents(t, c, keyed(2, "m:2"))[0]; fresh.Position != 1 {
+			t.Fatalf("a new log left out a key of the lost one: %+v", fresh)
+		}
+	})
+}
