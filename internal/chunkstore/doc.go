@@ -19,6 +19,10 @@
 //	group_member   one document per group member: {group_id, user_id, role}; unique index on both.
 //	user_conversation one document per user and conversation on the user's list:
 //	               {user_id, conversation_id}; unique index on both.
+//	outbox         one document per change being made right now (outbox.go): its intent,
+//	               recorded before the change and deleted once it is announced; {_id, kind,
+//	               conversation_id, user_id, seqs, msgs, for_everyone, target, created, due,
+//	               tries}; index on due. Holds only changes in flight, so it stays small.
 //	doc_lease      on a FerretDB several processes share, one document per document being
 //	               updated right now: {_id: "<collection>|<key>", owner, expires} (doc_lease.go),
 //	               and a marker per lease taken over from a process that died holding it.

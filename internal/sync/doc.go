@@ -8,7 +8,9 @@
 // counters it leaves behind, and the Hub streams those events to this instance's subscribers,
 // live from Redis pub/sub and from the log where live delivery has a gap. The log lives in
 // Redis only: when it is lost, its tokens answer "too long" and devices start again from the
-// state summary, which MongoDB backs.
+// state summary, which MongoDB backs. Every change is announced even when its writer could not
+// announce it: its intent is in the store's outbox (intent.go), and every event carries a key
+// naming its change, so the log holds each change once.
 //
 // The package name clashes with the standard library's; importers alias it imsync.
 package sync
