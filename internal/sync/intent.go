@@ -65,13 +65,17 @@ func moveKey(what, conversationID string, target int64) string {
 	return what + ":" + conversationID + ":" + strconv.FormatInt(target, 10)
 }
 
-func readKey(conversationID string, target int64) string { return moveKey("rd", conversationID, target) }
+func readKey(conversationID string, target int64) string {
+	return moveKey("rd", conversationID, target)
+}
 
 func userClearKey(conversationID string, target int64) string {
 	return moveKey("cu", conversationID, target)
 }
 
-func clearKey(conversationID string, target int64) string { return moveKey("ce", conversationID, target) }
+func clearKey(conversationID string, target int64) string {
+	return moveKey("ce", conversationID, target)
+}
 
 // IntentOutcome is what finishing an intent came to.
 type IntentOutcome int
