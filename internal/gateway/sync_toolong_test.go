@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/im"
-	imsync "github.com/msggate/msggate/internal/sync"
 	"github.com/msggate/msggate/syncclient"
 )
 
@@ -66,15 +66,17 @@ func noteToSelf(t *testing.T, g *gatewaytest.Gateway, user string) func(n int) {
 		t.Fatal(err)
 	}
 	p := res[0].Placements[0]
-	again := imsync.StoredMessage{ConversationID: p.ConversationID, Seq: p.Seq, SendID: user, SendTime: p.Message.SendTime}
+	// The message again and again, without the key that would make the log keep it once.
+	again := cache.EventAppend{UserID: user, Event: im.Event{Type: im.EventNewMessage, Time: p.Message.SendTime,
+		ConversationID: p.ConversationID, Seq: p.Seq, SendID: user}, MaxSeq: p.Seq, ReadSeq: p.Seq}
 	return func(n int) {
 		t.Helper()
 		for n > 0 {
-			batch := make([]imsync.StoredMessage, min(2000, n))
+			batch := make([]cache.EventAppend, min(2000, n))
 			for i := range batch {
 				batch[i] = again
 			}
-			if err := g.Ledger.AnnounceMessages(ctx, batch); err != nil {
+			if _, err := g.Cache.AppendEvents(ctx, batch); err != nil {
 				t.Fatal(err)
 			}
 			n -= len(batch)
