@@ -51,9 +51,9 @@ func serverCounters(t *testing.T, g *gatewaytest.Gateway, token string) (map[str
 }
 
 // noteToSelf stores a message in a group of user's own and returns a function that appends n
-// events to user's log: that message announced again (as a retried send does), n times. The
-// events are real NEW_MESSAGE events of the user, with the user's real counters, and being in
-// a group of one they fill nobody else's log.
+// events to user's log: that message's event, appended n times without its key (the log would
+// keep it once). The events are real NEW_MESSAGE events of the user, with the user's real
+// counters, and being in a group of one they fill nobody else's log.
 func noteToSelf(t *testing.T, g *gatewaytest.Gateway, user string) func(n int) {
 	t.Helper()
 	ctx := context.Background()
