@@ -33,8 +33,11 @@ const (
 // The outbox holds only intents in flight, so finding the due ones reads a small collection
 // on every store, FerretDB's scans included.
 type Intent struct {
-	ID             string     `bson:"_id"`
-	Kind           IntentKind `bson:"kind"`
+	ID   string     `bson:"_id"`
+	Kind IntentKind `bson:"kind"`
+	// Owner names the gateway instance whose writer recorded the intent: while it is alive,
+	// no other instance finishes the intent, however slow its writer is.
+	Owner          string `bson:"owner,omitempty"`
 	ConversationID string     `bson:"conversation_id"`
 	// UserID is who acts (a read, a clear or a delete for them only).
 	UserID string `bson:"user_id,omitempty"`

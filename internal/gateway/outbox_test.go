@@ -277,3 +277,35 @@ func TestChangesMadeWhileRedisWasDownAreAnnounced(t *testing.T) {
 		t.Fatalf("seq 1 reads %v after the relay, want REVOKED", got)
 	}
 }
+
+// Ensure a relay leaves alone the intent of a writer whose instance is alive, however long it
+// takes (taking it over would only add load to a busy store), and takes it once that instance
+// stops saying it is alive.
+func TestRelayLeavesALiveInstancesIntentsAlone(t *testing.T) {
+	g := startWithRelay(t)
+	alive, die := context.WithCancel(context.Background())
+	defer die()
+	ledger := imsync.NewLedger(g.Store, g.Cache, imsync.Options{IntentHandoff: testHandoff, Fault: func(s string) error {
+		if s == "store" {
+			return imsync.ErrWriterStopped
+		}
+		return nil
+	}})
+	go ledger.Heartbeat(alive)
+	writer := ingest.New(g.Store, g.Cache, ledger, ingest.Options{})
+	since := syncToken(g, "bob")
+	msg := &im.Message{SendID: "alice", RecvID: "bob", ContentType: 101, Content: "slow", ClientMsgID: "slow"}
+	if _, err := writer.Ingest(context.Background(), []*im.Message{msg}); !errors.Is(err, imsync.ErrWriterStopped) {
+		t.Fatalf("the writer did not stop: %v", err)
+	}
+	time.Sleep(10 * testHandoff)
+	if evs := eventsSince(g, "bob", since); len(evs) != 0 {
+		t.Fatalf("another instance's relay announced a live instance's change: %+v", evs)
+	}
+	die()
+	start := time.Now()
+	gatewaytest.WaitFor(t, imsync.InstanceTTL+10*time.Second, "the dead instance's change is not announced", func() bool {
+		return matching(eventsSince(g, "bob", since), "NEW_MESSAGE", "si_alice_bob") == 1
+	})
+	t.Logf("announced %v after the instance died", time.Since(start).Round(10*time.Millisecond))
+}

@@ -106,11 +106,12 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 		// The intent names the seqs this round writes, before any of them is written: if this
 		// writer dies from here on, the relay finds what it stored and announces it.
 		intent := sendIntent(pending)
-		if err := in.ledger.BeginIntent(ctx, intent); err != nil {
+		release, err := in.ledger.BeginIntent(ctx, intent)
+		defer release()
+		if err != nil {
 			return err
 		}
 		intents = append(intents, intent.ID)
-		var err error
 		var docIDs []string
 		pending, docIDs, err = in.write(ctx, pending)
 		touched = append(touched, docIDs...)

@@ -58,7 +58,9 @@ func (in *Ingester) Revoke(ctx context.Context, actor Actor, conv im.Conversatio
 		return im.ViewSlot(conv.ID, seq, slot, actor.UserID), nil
 	}
 	intent := &chunkstore.Intent{Kind: chunkstore.IntentRevoke, ConversationID: conv.ID, UserID: actor.UserID, Seqs: []int64{seq}}
-	if err := in.ledger.BeginIntent(ctx, intent); err != nil {
+	release, err := in.ledger.BeginIntent(ctx, intent)
+	defer release()
+	if err != nil {
 		return im.MessageView{}, err
 	}
 	r := im.Revoke{UserID: actor.UserID, Role: actor.Role, Time: now}
@@ -142,10 +144,11 @@ func (in *Ingester) Delete(ctx context.Context, actor Actor, conv im.Conversatio
 // it, under an intent (see imsync.Ledger.BeginIntent).
 func (in *Ingester) deleteAndAnnounce(ctx context.Context, userID string, conv im.Conversation, seqs []int64, msgs []*im.Message, forEveryone bool) error {
 	intent := &chunkstore.Intent{Kind: chunkstore.IntentDelete, ConversationID: conv.ID, UserID: userID, Seqs: seqs, ForEveryone: forEveryone}
-	if err := in.ledger.BeginIntent(ctx, intent); err != nil {
+	release, err := in.ledger.BeginIntent(ctx, intent)
+	defer release()
+	if err != nil {
 		return err
 	}
-	var err error
 	if forEveryone {
 		err = in.store.DeleteForEveryone(ctx, conv.ID, msgs)
 	} else {

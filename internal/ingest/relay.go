@@ -24,8 +24,9 @@ type RelayOptions struct {
 }
 
 // Relay finishes the changes whose writers left their intents behind (see
-// imsync.Ledger.BeginIntent): every instance runs one, and an intent past its Due is taken by
-// the first that finds it. Finishing an intent twice announces nothing twice (events carry the
+// imsync.Ledger.BeginIntent): every instance runs one, and an intent past its Due whose writer
+// has stopped (its instance's own) or whose instance is dead is taken by the first that finds
+// it. Finishing an intent twice announces nothing twice (events carry the
 // change's key), so two instances taking one intent cost work, not correctness.
 type Relay struct {
 	in   *Ingester
@@ -49,8 +50,10 @@ func NewRelay(in *Ingester, opts RelayOptions) *Relay {
 	return &Relay{in: in, opts: opts}
 }
 
-// Run finishes due intents until ctx ends.
+// Run finishes due intents until ctx ends. It also says this instance is alive, so that other
+// instances leave its writers' intents alone.
 func (r *Relay) Run(ctx context.Context) {
+	go r.in.ledger.Heartbeat(ctx)
 	for {
 		wait := r.opts.Interval/2 + rand.N(r.opts.Interval)
 		select {
@@ -69,6 +72,11 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	now := time.Now()
 	due, err := r.in.store.DueIntents(ctx, now, r.opts.Batch)
 	if err != nil || len(due) == 0 {
+		return 0, err
+	}
+	// A writer that is still at work, here or on a live instance, is left to finish, however
+	// slow the store makes it: taking its work over would only add load to a busy store.
+	if due, err = r.in.ledger.Orphaned(ctx, due); err != nil || len(due) == 0 {
 		return 0, err
 	}
 	finished := 0
@@ -94,6 +102,9 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 			err = r.in.store.DropIntent(tctx, it.ID)
 		}
 		cancel()
+		if err != nil && ctx.Err() != nil {
+			return finished, ctx.Err() // the instance is closing
+		}
 		if err != nil {
 			// Left for the next try, when the intent is due again.
 			r.opts.Logger.WarnContext(ctx, "relay: an intent could not be finished yet", "intent", it.ID, "kind", it.Kind,

@@ -17,8 +17,9 @@ import (
 // store whether the change happened and, if so, announces it. Writer and relay give every event
 // the same key, so a change announced by both, or by a retried call, is logged once.
 
-// DefaultIntentHandoff is how long a writer has to finish its change before others may.
-const DefaultIntentHandoff = 15 * time.Second
+// DefaultIntentHandoff is how long an intent is left to its writer before a relay looks at it:
+// a relay then takes it only once its writer has stopped (or its instance died).
+const DefaultIntentHandoff = 5 * time.Second
 
 // IntentGrace is how long after its creation an intent whose change the store does not show
 // is kept, in case the change is still on its way (a store command that outlived its caller).
@@ -28,15 +29,23 @@ const IntentGrace = 2 * time.Minute
 // is, as if its process had died there.
 var ErrWriterStopped = errors.New("writer stopped by an injected fault")
 
-// BeginIntent records the intent of a change, due when this writer will have finished or
-// given up. Nothing of the change may reach the store before it returns without error.
-func (l *Ledger) BeginIntent(ctx context.Context, in *chunkstore.Intent) error {
+// BeginIntent records the intent of a change, owned by this instance and due after the
+// handoff. Nothing of the change may reach the store before it returns without error. The
+// writer calls release when it stops, however it stops: until then no relay takes the intent.
+func (l *Ledger) BeginIntent(ctx context.Context, in *chunkstore.Intent) (release func(), err error) {
 	now := time.Now()
+	in.Owner = l.token
 	in.Created, in.Due = now.UnixMilli(), now.Add(l.opts.IntentHandoff).UnixMilli()
-	if err := l.store.RecordIntent(ctx, in); err != nil {
-		return err
+	if in.ID == "" {
+		in.ID = chunkstore.NewIntentID()
 	}
-	return l.Fault("intent")
+	l.writing.Store(in.ID, true)
+	release = func() { l.writing.Delete(in.ID) }
+	if err := l.store.RecordIntent(ctx, in); err != nil {
+		release()
+		return func() {}, err
+	}
+	return release, l.Fault("intent")
 }
 
 // EndIntent drops the intent of a change that is announced. A failure is logged only: the
@@ -45,6 +54,56 @@ func (l *Ledger) EndIntent(ctx context.Context, id string) {
 	if err := l.store.DropIntent(ctx, id); err != nil {
 		l.opts.Logger.WarnContext(ctx, "dropping a finished intent failed; the relay will drop it", "intent", id, "err", err)
 	}
+}
+
+// InstanceTTL is how long an instance counts as alive after it last said so (Heartbeat);
+// it says so three times as often.
+const InstanceTTL = 3 * time.Second
+
+// Heartbeat says this instance is alive until ctx ends, so that no other instance's relay
+// takes the intents its writers are still working on.
+func (l *Ledger) Heartbeat(ctx context.Context) {
+	for {
+		if err := l.cache.MarkAlive(ctx, l.token, InstanceTTL); err != nil && ctx.Err() == nil {
+			l.opts.Logger.DebugContext(ctx, "saying this instance is alive failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(InstanceTTL / 3):
+		}
+	}
+}
+
+// Orphaned returns the intents among due that nobody works on any more: this instance's whose
+// writer has stopped, and other instances' whose instance is dead. Without Redis it returns
+// none: their changes could not be announced anyway.
+func (l *Ledger) Orphaned(ctx context.Context, due []chunkstore.Intent) ([]chunkstore.Intent, error) {
+	var owners []string
+	seen := map[string]bool{}
+	for _, in := range due {
+		if in.Owner != "" && in.Owner != l.token && !seen[in.Owner] {
+			seen[in.Owner] = true
+			owners = append(owners, in.Owner)
+		}
+	}
+	alive, err := l.cache.Alive(ctx, owners)
+	if err != nil {
+		return nil, err
+	}
+	var out []chunkstore.Intent
+	for _, in := range due {
+		switch {
+		case in.Owner == l.token:
+			if _, writing := l.writing.Load(in.ID); writing {
+				continue
+			}
+		case alive[in.Owner]:
+			continue
+		}
+		out = append(out, in)
+	}
+	return out, nil
 }
 
 // Fault runs the injected fault for a step of a write (Options.Fault).

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	gosync "sync"
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
@@ -33,7 +34,10 @@ type Ledger struct {
 	store *chunkstore.Store
 	cache *cache.Cache
 	opts  Options
+	// token names this instance: to the seq allocator, and as the owner of its intents.
 	token string
+	// writing holds the IDs of the intents this instance's writers are working on.
+	writing gosync.Map
 }
 
 // NewLedger returns a Ledger over the store and the cache.
@@ -249,7 +253,9 @@ func (l *Ledger) MarkRead(ctx context.Context, userID, conversationID string, re
 		return s, prev, nil
 	}
 	intent := &chunkstore.Intent{Kind: chunkstore.IntentRead, ConversationID: conversationID, UserID: userID, Target: target}
-	if err := l.BeginIntent(ctx, intent); err != nil {
+	release, err := l.BeginIntent(ctx, intent)
+	defer release()
+	if err != nil {
 		return im.SeqState{}, 0, err
 	}
 	key := chunkstore.UserSeqKey{ConversationID: conversationID, UserID: userID}
@@ -295,7 +301,9 @@ func (l *Ledger) ClearForUser(ctx context.Context, userID, conversationID string
 		return s, nil
 	}
 	intent := &chunkstore.Intent{Kind: chunkstore.IntentClear, ConversationID: conversationID, UserID: userID, Target: next}
-	if err := l.BeginIntent(ctx, intent); err != nil {
+	release, err := l.BeginIntent(ctx, intent)
+	defer release()
+	if err != nil {
 		return im.SeqState{}, err
 	}
 	key := chunkstore.UserSeqKey{ConversationID: conversationID, UserID: userID}
@@ -346,7 +354,9 @@ func (l *Ledger) RaiseMinSeq(ctx context.Context, conversationID string, minSeq 
 		return err
 	}
 	intent := &chunkstore.Intent{Kind: chunkstore.IntentClear, ConversationID: conversationID, ForEveryone: true, Target: minSeq}
-	if err := l.BeginIntent(ctx, intent); err != nil {
+	release, err := l.BeginIntent(ctx, intent)
+	defer release()
+	if err != nil {
 		return err
 	}
 	if err := l.store.RaiseMinSeq(ctx, conversationID, minSeq); err != nil {
