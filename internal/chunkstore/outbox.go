@@ -38,7 +38,7 @@ type Intent struct {
 	// Owner names the gateway instance whose writer recorded the intent: while it is alive,
 	// no other instance finishes the intent, however slow its writer is.
 	Owner          string `bson:"owner,omitempty"`
-	ConversationID string     `bson:"conversation_id"`
+	ConversationID string `bson:"conversation_id"`
 	// UserID is who acts (a read, a clear or a delete for them only).
 	UserID string `bson:"user_id,omitempty"`
 	// Seqs are the seqs changed (a revoke, deletes).

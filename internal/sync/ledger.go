@@ -2,10 +2,10 @@ package sync
 
 import (
 	"context"
-	gosync "sync"
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	gosync "sync"
 	"time"
 
 	"github.com/msggate/msggate/internal/cache"
