@@ -54,7 +54,12 @@ func (in *Ingester) Revoke(ctx context.Context, actor Actor, conv im.Conversatio
 		return im.MessageView{}, im.Errorf(im.EFORBIDDEN, "only the sender or a group's owner or admin may revoke this message")
 	}
 	if slot.Revoke != nil {
-		// Revoked before: announced by that revoke, or from its intent (intent.go).
+		// Revoked before: announced by that revoke, or from its intent (intent.go). Its writer
+		// may have died before it invalidated the chunk, and this call acknowledges the
+		// revoke: readers must see it from now on.
+		if err := in.cache.InvalidateChunks(ctx, []string{im.DocID(conv.ID, seq)}); err != nil {
+			return im.MessageView{}, err
+		}
 		return im.ViewSlot(conv.ID, seq, slot, actor.UserID), nil
 	}
 	intent := &chunkstore.Intent{Kind: chunkstore.IntentRevoke, ConversationID: conv.ID, UserID: actor.UserID, Seqs: []int64{seq}}
@@ -99,13 +104,16 @@ func (in *Ingester) Delete(ctx context.Context, actor Actor, conv im.Conversatio
 	if err != nil {
 		return nil, err
 	}
-	var present []int64
+	var present, already []int64
 	var msgs []*im.Message
 	for i, slot := range slots {
+		if slot == nil || slot.Msg == nil {
+			continue
+		}
 		// Seqs deleted already were announced by the delete that deleted them, or will be from
 		// its intent.
-		if slot == nil || slot.Msg == nil || slot.Msg.Status == im.DeletedMessageStatus ||
-			(!forEveryone && deletedFor(slot, actor.UserID)) {
+		if slot.Msg.Status == im.DeletedMessageStatus || (!forEveryone && deletedFor(slot, actor.UserID)) {
+			already = append(already, uniq[i])
 			continue
 		}
 		if forEveryone && !im.CanActOnMessage(conv.Kind, actor.UserID, actor.Role, slot.Msg.SendID) {
@@ -113,6 +121,13 @@ func (in *Ingester) Delete(ctx context.Context, actor Actor, conv im.Conversatio
 		}
 		present = append(present, uniq[i])
 		msgs = append(msgs, slot.Msg)
+	}
+	if len(already) > 0 {
+		// Their writer may have died before it invalidated the chunks, and this call
+		// acknowledges the delete: readers must see it from now on.
+		if err := in.cache.InvalidateChunks(ctx, docIDsOf(conv.ID, already)); err != nil {
+			return nil, err
+		}
 	}
 	if len(present) > 0 {
 		if err := in.deleteAndAnnounce(ctx, actor.UserID, conv, present, msgs, forEveryone); err != nil {
