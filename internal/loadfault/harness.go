@@ -143,7 +143,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 	// The devices come online before the clock starts, as they would be on a running system.
 	fmt.Fprintf(out, "connecting %d devices...\n", len(devices))
-	if err := waitOnline(ctx, devices, time.Minute); err != nil {
+	// Two minutes: a gateway shedding the connection storm paces the devices (1013, retry hints)
+	// within their retry budgets.
+	if err := waitOnline(ctx, devices, 2*time.Minute); err != nil {
 		return nil, err
 	}
 
