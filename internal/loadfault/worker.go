@@ -70,6 +70,10 @@ type worker struct {
 	// would multiply the load it is refused for.
 	budget  *syncclient.RetryBudget
 	backoff syncclient.Backoff
+	// notBefore: the gateway refused with a hint, and the app sends nothing before it has
+	// passed (RFC 9110's Retry-After: how long the service expects to be unavailable to the
+	// client), reads included.
+	notBefore time.Time
 	// lastRead is the highest read seq any answer gave this user, by conversation.
 	lastRead map[string]int64
 	sent     int
@@ -83,7 +87,7 @@ func newWorkerRetries() (*syncclient.RetryBudget, syncclient.Backoff) {
 
 // retryDiscipline: each app (worker) keeps a retry budget of its own, as a phone would, with
 // syncclient's default numbers: a first attempt deposits 0.2 tokens, a retry spends one, the
-// floor adds one every 10 s, and the bucket holds at most 5. A change that failed is retried
+// floor adds one every 10 s, and the bucket holds at most 3. A change that failed is retried
 // (same clientMsgID) after a jittered backoff from 100 ms growing to 5 s, or after the
 // gateway's retry hint plus up to half of it; with the budget empty the app waits for a token,
 // the change still pending, instead of sending.
@@ -147,6 +151,9 @@ func (w *worker) instance(first, attempt int) string {
 // call sends one read to a random instance and records it; a read is not retried (the user
 // moves on), a change is (mutate).
 func (w *worker) call(ctx context.Context, op, query string, vars map[string]any, out any) (ok bool, began time.Time) {
+	if !sleepCtx(ctx, time.Until(w.notBefore)) {
+		return false, time.Now()
+	}
 	w.budget.Deposit()
 	began = time.Now()
 	r, err := w.client.call(ctx, w.instance(w.rng.Intn(len(w.instances)), 0), w.u.token, query, vars, out)
@@ -154,7 +161,17 @@ func (w *worker) call(ctx context.Context, op, query string, vars map[string]any
 		return false, began // the run ended under it: not the gateway's failure
 	}
 	w.rec.record(op, began, true, r, err)
+	w.holdOff(r)
 	return r.code == "", began
+}
+
+// holdOff notes a refusal's hint: the app's next request waits for it, plus up to half of it
+// at random (as syncclient.Backoff does), so that apps refused together do not return
+// together.
+func (w *worker) holdOff(r reply) {
+	if r.refused() && r.retryAfter > 0 {
+		w.notBefore = time.Now().Add(r.retryAfter + time.Duration(w.rng.Int63n(int64(r.retryAfter/2)+1)))
+	}
 }
 
 // mutate sends one change, retrying it on any failure or refusal, each time on the next
@@ -168,6 +185,9 @@ func (w *worker) mutate(ctx context.Context, op, query string, vars map[string]a
 	first := w.rng.Intn(len(w.instances))
 	w.backoff.Reset()
 	for attempt := 0; ctx.Err() == nil; attempt++ {
+		if !sleepCtx(ctx, time.Until(w.notBefore)) {
+			return false, attempt
+		}
 		if attempt == 0 {
 			w.budget.Deposit()
 		} else if !w.awaitBudget(ctx) {
@@ -187,6 +207,7 @@ func (w *worker) mutate(ctx context.Context, op, query string, vars map[string]a
 		if r.code == "" {
 			return true, attempt
 		}
+		w.holdOff(r)
 		if !sleepCtx(ctx, w.backoff.Next(r.retryAfter)) {
 			return false, attempt + 1
 		}
