@@ -15,13 +15,14 @@ import (
 //   - DefaultRetryFloor 0.1 a second: a client that offers little (a device between two
 //     events, an app user between two actions) still earns one retry every 10 s, so a change
 //     the user made is never stuck behind an empty bucket for longer than that.
-//   - DefaultRetryBurst 5: at most five retries in a row come from savings, enough to ride
-//     out a short fault (a gateway restarting) at the backoff's pace without waiting on the
-//     floor.
+//   - DefaultRetryBurst 3: at most three retries in a row come from savings, enough to ride
+//     out a short fault (a gateway restarting, about a second) at the backoff's pace without
+//     waiting on the floor. Many clients each holding a burst add up (200 apps: 600 retries
+//     at once), so it stays small.
 const (
 	DefaultRetryRatio = 0.2
 	DefaultRetryFloor = 0.1
-	DefaultRetryBurst = 5
+	DefaultRetryBurst = 3
 )
 
 // RetryBudget bounds how many retries a client sends against how much work it asks for, so

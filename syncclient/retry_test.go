@@ -16,7 +16,7 @@ import (
 // burst, and that the floor adds its tokens a second and no more.
 func TestRetryBudgetBoundsRetriesUnderConstantFailure(t *testing.T) {
 	for _, ratio := range []float64{0.1, 0.2} {
-		const burst, floor, first = 5, 0.1, 1000
+		const burst, floor, first = 3, 0.1, 1000
 		now := time.Unix(1000, 0)
 		b := NewRetryBudget(ratio, floor, burst)
 		b.now = func() time.Time { return now }
