@@ -12,8 +12,9 @@
 // conversation skipped are fetched too, so the replica has no holes it does not know of.
 //
 // Use Run to stay live (it reconnects from the last token, with jittered backoff, honouring
-// the gateway's retry hints, within a retry budget) or Sync for a single catch-up over HTTP. Replica returns a snapshot; Requests counts the HTTP GraphQL requests
-// made, by operation name.
+// the gateway's retry hints, within a retry budget) or Sync for a single catch-up over HTTP.
+// Replica returns a snapshot; Requests counts the HTTP GraphQL requests made, by operation
+// name; Outcomes counts Run's refused and failed attempts.
 package syncclient
 
 import (
