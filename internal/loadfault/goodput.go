@@ -147,14 +147,14 @@ func judgeLevels(levels []LevelFigures) []string {
 // Print writes the goodput table, where the chart is, and the checks.
 func (g *GoodputReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "\nmsggate goodput against offered load, seed %d (requests of the users a second; p99 of the answered)\n\n", g.Seed)
-	fmt.Fprintf(w, "%6s %9s %9s %9s %9s %9s %11s  %s\n", "level", "pause", "offered", "answered", "refused", "failed", "p99", "checks")
+	fmt.Fprintf(w, "%6s %9s %9s %9s %9s %9s %9s %11s  %s\n", "level", "pause", "offered", "retries", "answered", "refused", "failed", "p99", "checks")
 	for _, l := range g.Levels {
 		checks := "passed"
 		if len(l.Failed) > 0 {
 			checks = strings.Join(l.Failed, "; ")
 		}
-		fmt.Fprintf(w, "%5gx %9s %9.1f %9.1f %9.1f %9.1f %11s  %s\n", l.Factor, l.Think.Round(time.Millisecond),
-			l.Load.Offered, l.Load.Answered, l.Load.Refused, l.Load.Failed, ms(l.Load.P99), checks)
+		fmt.Fprintf(w, "%5gx %9s %9.1f %9.1f %9.1f %9.1f %9.1f %11s  %s\n", l.Factor, l.Think.Round(time.Millisecond),
+			l.Load.Offered, l.Load.Retries, l.Load.Answered, l.Load.Refused, l.Load.Failed, ms(l.Load.P99), checks)
 	}
 	fmt.Fprintf(w, "\nchart: %s\n", g.Chart)
 	if len(g.Failed) == 0 {

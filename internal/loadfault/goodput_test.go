@@ -148,7 +148,7 @@ func TestRecorderWindow(t *testing.T) {
 		{began: t0.Add(1900 * time.Millisecond), at: t0.Add(2500 * time.Millisecond), first: true, outcome: answered}, // after
 	}
 	got := r.window(t0, t0.Add(2*time.Second))
-	want := LoadFigures{Offered: 2, Answered: 1, Refused: 0.5, Failed: 0.5, P99: 1100 * time.Millisecond}
+	want := LoadFigures{Offered: 2, Retries: 0.5, Answered: 1, Refused: 0.5, Failed: 0.5, P99: 1100 * time.Millisecond}
 	if got != want {
 		t.Errorf("window %+v, want %+v", got, want)
 	}

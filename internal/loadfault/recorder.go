@@ -170,17 +170,21 @@ func (r *recorder) codeCount(code string) int {
 	return n
 }
 
-// window sums up the requests of [from, to): first attempts sent in it (the offered load),
-// and requests answered, refused and failed in it, with the answered ones' 99th percentile.
+// window sums up the requests of [from, to): first attempts sent in it (the offered load) and
+// retries sent in it, and requests answered, refused and failed in it, with the answered ones' 99th percentile.
 func (r *recorder) window(from, to time.Time) LoadFigures {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	secs := to.Sub(from).Seconds()
-	var offered, ok, ref, fail int
+	var offered, retries, ok, ref, fail int
 	var lat []time.Duration
 	for _, q := range r.requests {
-		if q.first && !q.began.Before(from) && q.began.Before(to) {
-			offered++
+		if !q.began.Before(from) && q.began.Before(to) {
+			if q.first {
+				offered++
+			} else {
+				retries++
+			}
 		}
 		if q.at.Before(from) || !q.at.Before(to) {
 			continue
@@ -195,7 +199,7 @@ func (r *recorder) window(from, to time.Time) LoadFigures {
 			fail++
 		}
 	}
-	f := LoadFigures{Offered: float64(offered) / secs, Answered: float64(ok) / secs,
+	f := LoadFigures{Offered: float64(offered) / secs, Retries: float64(retries) / secs, Answered: float64(ok) / secs,
 		Refused: float64(ref) / secs, Failed: float64(fail) / secs}
 	_, f.P99 = percentiles(lat)
 	return f

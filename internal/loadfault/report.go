@@ -59,11 +59,11 @@ type OpFigures struct {
 }
 
 // LoadFigures is the users' load over a stretch of time, in requests a second: Offered counts
-// first attempts (what the users asked for, retries not included); Answered, Refused and
+// first attempts (what the users asked for), Retries the retries sent; Answered, Refused and
 // Failed count every request, retries included. P99 is of the answered ones.
 type LoadFigures struct {
-	Offered, Answered, Refused, Failed float64
-	P99                                time.Duration
+	Offered, Retries, Answered, Refused, Failed float64
+	P99                                         time.Duration
 }
 
 // SendFigures is the account of every send.
@@ -112,10 +112,10 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "%-18s %9d %8d %7d %8.1f %9s %9s\n", o.Name, o.OK, o.Refused, o.Failed, o.PerSecond, ms(o.P50), ms(o.P99))
 	}
 	l := r.Load
-	fmt.Fprintf(w, "\nload (think %s): offered %.1f req/s, answered %.1f req/s, refused %.1f req/s, failed %.1f req/s, p99 of answered %s\n",
-		r.Think, l.Offered, l.Answered, l.Refused, l.Failed, ms(l.P99))
+	fmt.Fprintf(w, "\nload (think %s): offered %.1f req/s and %.1f retries/s; answered %.1f req/s, refused %.1f req/s, failed %.1f req/s, p99 of answered %s\n",
+		r.Think, l.Offered, l.Retries, l.Answered, l.Refused, l.Failed, ms(l.P99))
 	rt := r.Retries
-	fmt.Fprintf(w, "retry budgets: %d first attempts, %d retries (%.1f%%), %d times a retry waited for the budget\n",
+	fmt.Fprintf(w, "retry budgets, load and drain: %d first attempts, %d retries (%.1f%%), %d times a retry waited for the budget\n",
 		rt.FirstAttempts, rt.Retries, 100*float64(rt.Retries)/float64(max(rt.FirstAttempts, 1)), rt.Held)
 	fmt.Fprintf(w, "devices: %d connection attempts refused; failed: %s\n", r.DeviceRefusals, codes(r.DeviceFailures))
 	fmt.Fprintf(w, "requests answered INTERNAL: %d\n", r.Internal)
