@@ -11,9 +11,10 @@
 // Message bodies are fetched by seq with messages(conversationID, seqs), batched, and seqs a
 // conversation skipped are fetched too, so the replica has no holes it does not know of.
 //
-// Use Run to stay live (it reconnects with backoff from the last token) or Sync for a single
-// catch-up over HTTP. Replica returns a snapshot; Requests counts the HTTP GraphQL requests
-// made, by operation name.
+// Use Run to stay live (it reconnects from the last token, with jittered backoff, honouring
+// the gateway's retry hints, within a retry budget) or Sync for a single catch-up over HTTP.
+// Replica returns a snapshot; Requests counts the HTTP GraphQL requests made, by operation
+// name; Outcomes counts Run's refused and failed attempts.
 package syncclient
 
 import (
@@ -50,10 +51,17 @@ type Options struct {
 	// newest ones). Default 1000 (one request).
 	MaxGapFill int
 	// ReconnectMin and ReconnectMax bound the wait before reconnecting after the WebSocket
-	// closed; the wait doubles after each failed attempt, and a random part of it is taken
-	// off so that devices do not come back in step. After TOO_LONG the client starts again
-	// from the state summary after a random wait up to ReconnectMax. Defaults 100 ms and 5 s.
+	// closed or a catch-up failed: jittered exponential backoff (Backoff), growing while the
+	// attempts fail and starting again from ReconnectMin after a connection that was
+	// established. A refusal's hint (503, 429, 1013, retryAfterMs) is the least wait. After
+	// TOO_LONG the client starts again from the state summary after a random wait up to
+	// ReconnectMax. Defaults 100 ms and 5 s.
 	ReconnectMin, ReconnectMax time.Duration
+	// RetryBudget bounds the reconnects that follow a failed one (see RetryBudget): a
+	// reconnect after an established connection deposits, one after a failed attempt spends,
+	// and with the budget empty the client waits for it. Default: a budget of the client's
+	// own with the default numbers. Clients of one process may share one.
+	RetryBudget *RetryBudget
 	// Logf, when set, receives a line for each thing the client does (bootstrap, pages,
 	// events applied, gaps filled, reconnects).
 	Logf func(format string, args ...any)
@@ -81,7 +89,10 @@ type Client struct {
 	// bootstrapNeeded: the token cannot be served; start from the state summary.
 	bootstrapNeeded bool
 	requests        map[string]int
-	conn            *websocket.Conn
+	// refused and failed count Run's attempts that ended in a refusal, or failed, by code.
+	refused int
+	failed  map[string]int
+	conn    *websocket.Conn
 }
 
 // ErrBusy is returned by Run or Sync while the other runs.
@@ -108,6 +119,9 @@ func New(endpoint, jwt string, opts Options) (*Client, error) {
 	if opts.ReconnectMax < opts.ReconnectMin {
 		opts.ReconnectMax = max(5*time.Second, opts.ReconnectMin)
 	}
+	if opts.RetryBudget == nil {
+		opts.RetryBudget = NewRetryBudget(0, 0, 0)
+	}
 	endpoint = strings.TrimRight(endpoint, "/")
 	var wsURL string
 	switch {
@@ -127,6 +141,7 @@ func New(endpoint, jwt string, opts Options) (*Client, error) {
 		replica:  replicaState{convs: map[string]*Conversation{}},
 		pending:  map[string]map[int64]bool{},
 		requests: map[string]int{},
+		failed:   map[string]int{},
 	}, nil
 }
 
@@ -225,16 +240,28 @@ func (c *Client) difference(ctx context.Context) error {
 
 // Run keeps the replica live until ctx ends: it catches up over HTTP when it has no usable
 // token, then follows syncEvents over WebSocket from the last token. When the connection closes
-// (slow consumer, the gateway going away, the network) it reconnects after a backoff and
-// resumes from the last token. It returns nil when ctx ends, and an error only for what
+// (slow consumer, the gateway going away, the network) or a catch-up fails, it tries again
+// after a backoff and resumes from the last token: a jittered, growing wait (Backoff between
+// ReconnectMin and ReconnectMax), at least the gateway's retry hint when it refused, and
+// within the RetryBudget, so that a gateway killed or shedding load is not met by its devices
+// all at once and again and again. It returns nil when ctx ends, and an error only for what
 // retrying cannot fix (the token was refused).
 func (c *Client) Run(ctx context.Context) error {
 	if !c.busy.TryLock() {
 		return ErrBusy
 	}
 	defer c.busy.Unlock()
-	wait := c.opts.ReconnectMin
+	backoff := Backoff{Min: c.opts.ReconnectMin, Max: c.opts.ReconnectMax}
+	budget := c.opts.RetryBudget
+	retrying := false // the last attempt failed: the next one is a retry
 	for {
+		if retrying {
+			if !c.awaitBudget(ctx, budget) {
+				return nil
+			}
+		} else {
+			budget.Deposit()
+		}
 		c.mu.Lock()
 		needCatchUp := c.bootstrapNeeded || c.replica.token == ""
 		c.mu.Unlock()
@@ -260,19 +287,26 @@ func (c *Client) Run(ctx context.Context) error {
 			// moment: starting again after a random wait up to ReconnectMax spreads their
 			// state reads instead of sending them all at once to a store whose caches are cold.
 			pause = rand.N(c.opts.ReconnectMax + 1)
+			retrying = false
 		} else {
 			var gqlErr *Error
 			if websocket.CloseStatus(err) == closeUnauthorized || (errors.As(err, &gqlErr) && gqlErr.Code == "UNAUTHENTICATED") {
 				return err
 			}
-			if healthy {
-				wait = c.opts.ReconnectMin
+			refused := IsRefusal(err)
+			c.count(err, refused)
+			// A connection that was established ended (the gateway went away, the network
+			// dropped it): the next attempt is a new one, from the shortest wait. A
+			// subscription refused at once is not an established connection.
+			if healthy && !refused {
+				backoff.Reset()
+				retrying = false
+			} else {
+				retrying = true
 			}
-			// A random part of the wait: the devices an instance served all lose it at once,
-			// and should not all come back in step.
-			pause = wait/2 + rand.N(wait/2+1)
-			wait = min(2*wait, c.opts.ReconnectMax)
-			c.logf("disconnected: %s; reconnecting in %v from %s", describeEnd(err), pause, c.Token())
+			hint, _ := RetryAfter(err)
+			pause = backoff.Next(hint)
+			c.logf("disconnected: %s; reconnecting in %v from %s", describeEnd(err), pause.Round(time.Millisecond), c.Token())
 		}
 		select {
 		case <-ctx.Done():
@@ -280,6 +314,70 @@ func (c *Client) Run(ctx context.Context) error {
 		case <-time.After(pause):
 		}
 	}
+}
+
+// awaitBudget takes a token for a retry from budget, waiting while it is empty (the gateway
+// has refused or failed more than a fifth of what this client asked); false when ctx ended.
+func (c *Client) awaitBudget(ctx context.Context, budget *RetryBudget) bool {
+	for {
+		ok, wait := budget.TryRetry()
+		if ok {
+			return true
+		}
+		c.logf("retry budget spent; waiting %v", wait.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+	}
+}
+
+// count notes one attempt of Run that ended in err: a refusal, or a failure by its code.
+func (c *Client) count(err error, refused bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if refused {
+		c.refused++
+		return
+	}
+	c.failed[ErrorCode(err)]++
+}
+
+// ErrorCode names what err is, for counting: the GraphQL error's extensions.code, HTTP_<status>
+// for an answer without one, WS_<code> for a WebSocket closed with a code, CLOSED for a
+// connection that ended without one (the gateway went away), TRANSPORT otherwise.
+func ErrorCode(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		switch {
+		case e.Code != "":
+			return e.Code
+		case e.HTTPStatus != 0:
+			return fmt.Sprintf("HTTP_%d", e.HTTPStatus)
+		}
+		return "GRAPHQL"
+	}
+	if code := websocket.CloseStatus(err); code != -1 {
+		return fmt.Sprintf("WS_%d", code)
+	}
+	if err == nil || errors.Is(err, errCompleted) {
+		return "CLOSED"
+	}
+	return "TRANSPORT"
+}
+
+// Outcomes returns how many of Run's attempts ended in a refusal (IsRefusal: the gateway
+// asked to come back later), and how many failed, by ErrorCode. A connection that ended after
+// it was established counts as a failure of its code too (CLOSED, WS_1001, ...).
+func (c *Client) Outcomes() (refused int, failed map[string]int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	failed = make(map[string]int, len(c.failed))
+	for k, v := range c.failed {
+		failed[k] = v
+	}
+	return c.refused, failed
 }
 
 // DropConnection closes the current WebSocket at once, as a lost network would; Run then

@@ -241,7 +241,14 @@ func TestClientGapsDuplicatesAndTooLong(t *testing.T) {
 	done := make(chan error, 1)
 	runCtx, stop := context.WithCancel(ctx)
 	go func() { done <- c.Run(runCtx) }()
-	waitUntil(t, func() bool { return c.Token() == "e1.5" && c.Pending() == 0 })
+	// The replica reaches e1.5 with the gap filled before the last live event (the duplicate)
+	// has necessarily been read: wait for that too, or the log may not tell of it yet.
+	waitUntil(t, func() bool {
+		mu.Lock()
+		dupSeen := strings.Contains(strings.Join(logs, "\n"), "position 2 already applied")
+		mu.Unlock()
+		return c.Token() == "e1.5" && c.Pending() == 0 && dupSeen
+	})
 
 	r := c.Replica()
 	got := r.Conversations[conv]

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Error is an error the gateway answered a GraphQL request with.
@@ -21,6 +22,11 @@ type Error struct {
 	// MinSeq is extensions.minSeq of a HISTORY_UNAVAILABLE error: where readable history
 	// starts.
 	MinSeq int64
+	// HTTPStatus is the answer's status (0 over WebSocket).
+	HTTPStatus int
+	// RetryAfter is the gateway's retry hint: extensions.retryAfterMs, else the Retry-After
+	// header (see IsRefusal).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -64,10 +70,17 @@ func (c *Client) do(ctx context.Context, op, query string, vars map[string]any, 
 		Errors []gqlError      `json:"errors"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
+		if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests {
+			// A refusal from something in front of the gateway (a proxy) still says when to
+			// come back.
+			return nil, &Error{Operation: op, Message: resp.Status, HTTPStatus: resp.StatusCode,
+				RetryAfter: retryAfterOf(nil, resp.Header)}
+		}
 		return nil, fmt.Errorf("%s: HTTP %d with a body that is not GraphQL: %.200s", op, resp.StatusCode, raw)
 	}
 	for _, e := range r.Errors {
-		ge := &Error{Operation: op, Message: e.Message, Path: e.Path}
+		ge := &Error{Operation: op, Message: e.Message, Path: e.Path, HTTPStatus: resp.StatusCode,
+			RetryAfter: retryAfterOf(e.Extensions, resp.Header)}
 		ge.Code, _ = e.Extensions["code"].(string)
 		if m, ok := e.Extensions["minSeq"].(float64); ok {
 			ge.MinSeq = int64(m)

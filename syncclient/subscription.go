@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"time"
 
 	"github.com/coder/websocket"
@@ -40,11 +42,15 @@ func (c *Client) stream(ctx context.Context) (healthy bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	dialCtx, dialCancel := context.WithTimeout(ctx, 10*time.Second)
-	conn, _, err := websocket.Dial(dialCtx, c.wsURL, &websocket.DialOptions{
+	conn, resp, err := websocket.Dial(dialCtx, c.wsURL, &websocket.DialOptions{
 		Subprotocols: []string{"graphql-transport-ws"},
 	})
 	dialCancel()
 	if err != nil {
+		if resp != nil && (resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests) {
+			// The upgrade itself was refused: keep the hint, so the reconnect honours it.
+			return false, upgradeRefusal(resp)
+		}
 		return false, fmt.Errorf("dial %s: %w", c.wsURL, err)
 	}
 	conn.SetReadLimit(4 << 20)
@@ -202,6 +208,7 @@ func subscriptionError(errs []gqlError) error {
 	if len(errs) > 0 {
 		e.Message = errs[0].Message
 		e.Code, _ = errs[0].Extensions["code"].(string)
+		e.RetryAfter = retryAfterOf(errs[0].Extensions, nil)
 	}
 	return e
 }
@@ -242,6 +249,8 @@ func describeEnd(err error) string {
 			return fmt.Sprintf("closed as a slow consumer (%d: %s)", ce.Code, ce.Reason)
 		case closeGoingAway:
 			return fmt.Sprintf("the gateway is going away (%d: %s)", ce.Code, ce.Reason)
+		case closeTryAgainLater:
+			return fmt.Sprintf("refused for now (%d: %s)", ce.Code, ce.Reason)
 		}
 		return fmt.Sprintf("closed (%d: %s)", ce.Code, ce.Reason)
 	}
@@ -249,4 +258,24 @@ func describeEnd(err error) string {
 		return "connection ended"
 	}
 	return err.Error()
+}
+
+// upgradeRefusal is the error of a WebSocket upgrade answered 503 or 429, with the hint of
+// its GraphQL body or its Retry-After header.
+func upgradeRefusal(resp *http.Response) error {
+	e := &Error{Operation: "SyncEvents", Message: resp.Status, HTTPStatus: resp.StatusCode}
+	var body struct {
+		Errors []gqlError `json:"errors"`
+	}
+	var ext map[string]any
+	if resp.Body != nil {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if json.Unmarshal(raw, &body) == nil && len(body.Errors) > 0 {
+			e.Message = body.Errors[0].Message
+			e.Code, _ = body.Errors[0].Extensions["code"].(string)
+			ext = body.Errors[0].Extensions
+		}
+	}
+	e.RetryAfter = retryAfterOf(ext, resp.Header)
+	return e
 }

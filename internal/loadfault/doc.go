@@ -11,6 +11,12 @@
 // latency per operation, errors by code during each fault and how long each took to recover,
 // and the memory and goroutines of each instance before, at peak and after the load.
 //
+// The users' apps retry as apps should: changes until answered, after the gateway's retry
+// hint or a jittered backoff, within a retry budget (syncclient.RetryBudget); refusals (503,
+// 429, a hint) are counted apart from failures, and any INTERNAL answer fails the run.
+// RunLevels runs the same scenario at multiples of its load and reports goodput against
+// offered load, with a chart (goodput.svg).
+//
 // `msggate loadfault` runs it with defaults fit for the README's figures; a short run is part
 // of the test suite.
 package loadfault

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -33,17 +35,39 @@ func newGraphQLClient() *graphQLClient {
 	return &graphQLClient{http: &http.Client{Transport: t, Timeout: requestTimeout}}
 }
 
-// call posts one request to baseURL's /query and decodes its data into out. It returns "" when
-// the answer has data and no error; otherwise the failure's code (the first GraphQL error's
-// extensions.code, HTTP_<status>, TRANSPORT or TIMEOUT) and an error saying what happened.
-func (c *graphQLClient) call(ctx context.Context, baseURL, token, query string, vars map[string]any, out any) (string, error) {
+// reply is how the gateway answered one request: code is "" when the answer has data and no
+// error; otherwise the failure's code (the first GraphQL error's extensions.code, HTTP_<status>,
+// TRANSPORT or TIMEOUT). retryAfter is the gateway's hint (extensions.retryAfterMs, else the
+// Retry-After header).
+type reply struct {
+	code       string
+	status     int
+	retryAfter time.Duration
+}
+
+// refused reports whether the gateway refused the request for now instead of failing it: 503
+// or 429, or UNAVAILABLE or LIMIT_EXCEEDED with a retry hint. Nothing was done; the same
+// request may be sent again after the hint. (The contract is syncclient.IsRefusal's.)
+func (r reply) refused() bool {
+	switch {
+	case r.code == "":
+		return false
+	case r.status == http.StatusServiceUnavailable, r.status == http.StatusTooManyRequests:
+		return true
+	}
+	return r.retryAfter > 0 && (r.code == "UNAVAILABLE" || r.code == "LIMIT_EXCEEDED")
+}
+
+// call posts one request to baseURL's /query and decodes its data into out; the error says
+// what went wrong when the reply has a code.
+func (c *graphQLClient) call(ctx context.Context, baseURL, token, query string, vars map[string]any, out any) (reply, error) {
 	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
 	if err != nil {
-		return codeGraphQL, err
+		return reply{code: codeGraphQL}, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/query", bytes.NewReader(body))
 	if err != nil {
-		return codeGraphQL, err
+		return reply{code: codeGraphQL}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -51,41 +75,54 @@ func (c *graphQLClient) call(ctx context.Context, baseURL, token, query string, 
 	if err != nil {
 		var ne interface{ Timeout() bool }
 		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-			return codeTimeout, err
+			return reply{code: codeTimeout}, err
 		}
-		return codeTransport, err
+		return reply{code: codeTransport}, err
 	}
 	defer resp.Body.Close()
+	r := reply{status: resp.StatusCode}
+	if s, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && s > 0 {
+		r.retryAfter = time.Duration(s) * time.Second
+	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return codeTransport, err
+		r.code = codeTransport
+		return r, err
 	}
 	var answer struct {
 		Data   json.RawMessage `json:"data"`
 		Errors []struct {
 			Message    string `json:"message"`
 			Extensions struct {
-				Code string `json:"code"`
+				Code         string `json:"code"`
+				RetryAfterMs int64  `json:"retryAfterMs"`
 			} `json:"extensions"`
 		} `json:"errors"`
 	}
 	if err := json.Unmarshal(raw, &answer); err != nil {
-		return fmt.Sprintf("HTTP_%d", resp.StatusCode), fmt.Errorf("%s: %.200s", resp.Status, raw)
+		r.code = fmt.Sprintf("HTTP_%d", resp.StatusCode)
+		return r, fmt.Errorf("%s: %.200s", resp.Status, raw)
 	}
 	if len(answer.Errors) > 0 {
-		code := answer.Errors[0].Extensions.Code
-		if code == "" {
-			code = codeGraphQL
+		e := answer.Errors[0]
+		r.code = e.Extensions.Code
+		if r.code == "" {
+			r.code = codeGraphQL
 		}
-		return code, errors.New(answer.Errors[0].Message)
+		if e.Extensions.RetryAfterMs > 0 {
+			r.retryAfter = time.Duration(e.Extensions.RetryAfterMs) * time.Millisecond
+		}
+		return r, errors.New(e.Message)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Sprintf("HTTP_%d", resp.StatusCode), fmt.Errorf("%s: %.200s", resp.Status, raw)
+		r.code = fmt.Sprintf("HTTP_%d", resp.StatusCode)
+		return r, fmt.Errorf("%s: %.200s", resp.Status, raw)
 	}
 	if out != nil {
 		if err := json.Unmarshal(answer.Data, out); err != nil {
-			return codeGraphQL, fmt.Errorf("decoding the data: %w", err)
+			r.code = codeGraphQL
+			return r, fmt.Errorf("decoding the data: %w", err)
 		}
 	}
-	return "", nil
+	return r, nil
 }

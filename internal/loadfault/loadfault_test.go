@@ -69,6 +69,11 @@ func TestLoadAndFaultsShort(t *testing.T) {
 	if r.ReplicasConverged != r.Devices || r.Devices != 32 {
 		t.Errorf("%d of %d replicas converged, want all 32", r.ReplicasConverged, r.Devices)
 	}
+	// The load's figures are read from the run: what the users offered and what was answered,
+	// and the first attempts their retry budgets saw.
+	if l := r.Load; l.Offered <= 0 || l.Answered <= 0 || l.P99 <= 0 || r.Retries.FirstAttempts == 0 {
+		t.Errorf("load %+v, retries %+v: want offered and answered requests, a p99 and first attempts", l, r.Retries)
+	}
 	for _, in := range r.Instances {
 		if in.Before.Goroutines == 0 || in.Peak.Goroutines < in.Before.Goroutines || in.After.Goroutines == 0 {
 			t.Errorf("%s: figures %+v: before, peak and after must all be read", in.Name, in)

@@ -7,21 +7,36 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/msggate/msggate/syncclient"
 )
 
 // Report is what a run measured and found.
 type Report struct {
 	Seed     int64
 	Duration time.Duration
+	Think    time.Duration
 	Users    int
 	Devices  int
 
-	Ops    []OpFigures
-	Sends  SendFigures
-	Faults []FaultFigures
-	// FailuresOutsideFaults counts, by code, failed requests sent before the first fault.
-	FailuresOutsideFaults map[string]int
-	Instances             []InstanceFigures
+	Ops []OpFigures
+	// Load is the users' requests over the load's duration: offered, answered (goodput),
+	// refused and failed.
+	Load LoadFigures
+	// Retries is what the users' retry budgets allowed and held back, summed.
+	Retries syncclient.BudgetStats
+	Sends   SendFigures
+	Faults  []FaultFigures
+	// FailuresOutsideFaults and RefusalsOutsideFaults count, by code, failed and refused
+	// requests seen before the first fault.
+	FailuresOutsideFaults, RefusalsOutsideFaults map[string]int
+	// DeviceRefusals and DeviceFailures count the devices' connection attempts that the
+	// gateway refused, and that failed by code (syncclient.Client.Outcomes).
+	DeviceRefusals int
+	DeviceFailures map[string]int
+	// Internal counts the requests of users and devices answered INTERNAL.
+	Internal  int
+	Instances []InstanceFigures
 	// FailureExamples holds the first error message seen for each failure code.
 	FailureExamples map[string]string
 
@@ -35,12 +50,20 @@ type Report struct {
 	Failed []string
 }
 
-// OpFigures is one operation's throughput and latency.
+// OpFigures is one operation's throughput and latency (of the answered requests).
 type OpFigures struct {
-	Name       string
-	OK, Failed int
-	PerSecond  float64
-	P50, P99   time.Duration
+	Name                string
+	OK, Refused, Failed int
+	PerSecond           float64
+	P50, P99            time.Duration
+}
+
+// LoadFigures is the users' load over a stretch of time, in requests a second: Offered counts
+// first attempts (what the users asked for), Retries the retries sent; Answered, Refused and
+// Failed count every request, retries included. P99 is of the answered ones.
+type LoadFigures struct {
+	Offered, Retries, Answered, Refused, Failed float64
+	P99                                         time.Duration
 }
 
 // SendFigures is the account of every send.
@@ -67,7 +90,10 @@ type FaultFigures struct {
 	// that failed; Recovered is the time from the fault to the last of them.
 	Failures  map[string]int
 	Recovered time.Duration
-	Err       string
+	// Refusals counts, by code, the requests refused in the same stretch: the gateway asking
+	// to come back later is not a failure, and does not make the recovery longer.
+	Refusals map[string]int
+	Err      string
 }
 
 // InstanceFigures is one gateway's process figures.
@@ -81,10 +107,18 @@ type InstanceFigures struct {
 func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "\nmsggate load and faults: %d users × %d devices on %d gateways, %s, seed %d\n\n",
 		r.Users, devicesPerUser, instances, r.Duration, r.Seed)
-	fmt.Fprintf(w, "%-18s %9s %7s %8s %9s %9s\n", "operation", "ok", "failed", "req/s", "p50", "p99")
+	fmt.Fprintf(w, "%-18s %9s %8s %7s %8s %9s %9s\n", "operation", "ok", "refused", "failed", "req/s", "p50", "p99")
 	for _, o := range r.Ops {
-		fmt.Fprintf(w, "%-18s %9d %7d %8.1f %9s %9s\n", o.Name, o.OK, o.Failed, o.PerSecond, ms(o.P50), ms(o.P99))
+		fmt.Fprintf(w, "%-18s %9d %8d %7d %8.1f %9s %9s\n", o.Name, o.OK, o.Refused, o.Failed, o.PerSecond, ms(o.P50), ms(o.P99))
 	}
+	l := r.Load
+	fmt.Fprintf(w, "\nload (think %s): offered %.1f req/s and %.1f retries/s; answered %.1f req/s, refused %.1f req/s, failed %.1f req/s, p99 of answered %s\n",
+		r.Think, l.Offered, l.Retries, l.Answered, l.Refused, l.Failed, ms(l.P99))
+	rt := r.Retries
+	fmt.Fprintf(w, "retry budgets, load and drain: %d first attempts, %d retries (%.1f%%), %d times a retry waited for the budget\n",
+		rt.FirstAttempts, rt.Retries, 100*float64(rt.Retries)/float64(max(rt.FirstAttempts, 1)), rt.Held)
+	fmt.Fprintf(w, "devices: %d connection attempts refused; failed: %s\n", r.DeviceRefusals, codes(r.DeviceFailures))
+	fmt.Fprintf(w, "requests answered INTERNAL: %d\n", r.Internal)
 	s := r.Sends
 	fmt.Fprintf(w, "\nsends: %d attempted, %d acknowledged (%d after a retry), %d unanswered (%d of them stored)\n",
 		s.Attempted, s.Acknowledged, s.Retried, s.Unacknowledged, s.StoredUnanswered)
@@ -93,14 +127,14 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "replicas: %d of %d devices equal the server's state\n", r.ReplicasConverged, r.Devices)
 	fmt.Fprintf(w, "broken promises in answers and replicas: %d\n", r.Violated)
 
-	fmt.Fprintf(w, "\n%-14s %-10s %8s %8s %10s  %s\n", "fault", "target", "at", "down", "recovered", "failed requests by code")
-	fmt.Fprintf(w, "%-14s %-10s %8s %8s %10s  %s\n", "(none yet)", "", "", "", "", codes(r.FailuresOutsideFaults))
+	fmt.Fprintf(w, "\n%-14s %-10s %8s %8s %10s  %s\n", "fault", "target", "at", "down", "recovered", "failed requests by code; refused")
+	fmt.Fprintf(w, "%-14s %-10s %8s %8s %10s  %s; %s\n", "(none yet)", "", "", "", "", codes(r.FailuresOutsideFaults), codes(r.RefusalsOutsideFaults))
 	for _, f := range r.Faults {
 		rec := ms(f.Recovered)
 		if f.Err != "" {
 			rec = "error: " + f.Err
 		}
-		fmt.Fprintf(w, "%-14s %-10s %8s %8s %10s  %s\n", f.Kind, f.Target, secs(f.At), ms(f.Down), rec, codes(f.Failures))
+		fmt.Fprintf(w, "%-14s %-10s %8s %8s %10s  %s; %s\n", f.Kind, f.Target, secs(f.At), ms(f.Down), rec, codes(f.Failures), codes(f.Refusals))
 	}
 
 	for _, c := range slices.Sorted(maps.Keys(r.FailureExamples)) {

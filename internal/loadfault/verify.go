@@ -139,7 +139,7 @@ func verifyReplicas(ctx context.Context, devices []*device, httpClient *http.Cli
 				if err != nil {
 					return 0, nil, err
 				}
-				if err := c.Sync(ctx); err != nil {
+				if err := syncRefused(ctx, c, deadline); err != nil {
 					return 0, nil, fmt.Errorf("reading %s's state: %w", d.user.id, err)
 				}
 				want = c.Replica()
@@ -161,6 +161,22 @@ func verifyReplicas(ctx context.Context, devices []*device, httpClient *http.Cli
 		}
 		if !sleepCtx(ctx, time.Second) {
 			return len(devices) - len(pending), diffs, ctx.Err()
+		}
+	}
+}
+
+// syncRefused runs c.Sync, again after the hint while the gateway refuses (an instance still
+// shedding the load's backlog), until deadline.
+func syncRefused(ctx context.Context, c *syncclient.Client, deadline time.Time) error {
+	backoff := syncclient.Backoff{Min: retryMin, Max: retryMax}
+	for {
+		err := c.Sync(ctx)
+		if err == nil || !syncclient.IsRefusal(err) || time.Now().After(deadline) {
+			return err
+		}
+		hint, _ := syncclient.RetryAfter(err)
+		if !sleepCtx(ctx, backoff.Next(hint)) {
+			return ctx.Err()
 		}
 	}
 }

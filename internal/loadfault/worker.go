@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand"
 	"time"
+
+	"github.com/msggate/msggate/syncclient"
 )
 
 // The operations of the load, by name as the report shows them.
@@ -63,10 +65,39 @@ type worker struct {
 	rec       *recorder
 	sends     *sendLedger
 	think     time.Duration
+	// budget bounds the app's retries against its first attempts, and backoff spaces them
+	// (see retryDiscipline): an app that retries at its own pace while the gateway refuses
+	// would multiply the load it is refused for.
+	budget  *syncclient.RetryBudget
+	backoff syncclient.Backoff
+	// notBefore: the gateway refused with a hint, and the app sends nothing before it has
+	// passed (RFC 9110's Retry-After: how long the service expects to be unavailable to the
+	// client), reads included.
+	notBefore time.Time
 	// lastRead is the highest read seq any answer gave this user, by conversation.
 	lastRead map[string]int64
 	sent     int
 }
+
+// newWorkerRetries returns an app's retry budget and backoff, as retryDiscipline says.
+func newWorkerRetries() (*syncclient.RetryBudget, syncclient.Backoff) {
+	return syncclient.NewRetryBudget(retryRatio, retryFloor, retryBurst),
+		syncclient.Backoff{Min: retryMin, Max: retryMax}
+}
+
+// retryDiscipline: each app (worker) keeps a retry budget of its own, as a phone would, with
+// syncclient's default numbers: a first attempt deposits 0.2 tokens, a retry spends one, the
+// floor adds one every 10 s, and the bucket holds at most 3. A change that failed is retried
+// (same clientMsgID) after a jittered backoff from 100 ms growing to 5 s, or after the
+// gateway's retry hint plus up to half of it; with the budget empty the app waits for a token,
+// the change still pending, instead of sending.
+const (
+	retryRatio = syncclient.DefaultRetryRatio
+	retryFloor = syncclient.DefaultRetryFloor
+	retryBurst = syncclient.DefaultRetryBurst
+	retryMin   = 100 * time.Millisecond
+	retryMax   = 5 * time.Second
+)
 
 // run does operations until load ends; a change under way when it does (a send, a mark-read,
 // a revoke, a delete) is retried until it is answered or drain ends.
@@ -120,45 +151,82 @@ func (w *worker) instance(first, attempt int) string {
 // call sends one read to a random instance and records it; a read is not retried (the user
 // moves on), a change is (mutate).
 func (w *worker) call(ctx context.Context, op, query string, vars map[string]any, out any) (ok bool, began time.Time) {
+	if !sleepCtx(ctx, time.Until(w.notBefore)) {
+		return false, time.Now()
+	}
+	w.budget.Deposit()
 	began = time.Now()
-	code, err := w.client.call(ctx, w.instance(w.rng.Intn(len(w.instances)), 0), w.u.token, query, vars, out)
-	if ctx.Err() != nil && code != "" {
+	r, err := w.client.call(ctx, w.instance(w.rng.Intn(len(w.instances)), 0), w.u.token, query, vars, out)
+	if ctx.Err() != nil && r.code != "" {
 		return false, began // the run ended under it: not the gateway's failure
 	}
-	w.rec.record(op, began, code, err)
-	return code == "", began
+	w.rec.record(op, began, true, r, err)
+	w.holdOff(r)
+	return r.code == "", began
 }
 
-// mutate sends one change, retrying it on any failure, each time on the next instance, until
-// it is answered or ctx ends, as an app does: a change that failed may have been applied
-// without its devices being told, and only its retry tells them. Every change msggate offers
-// is idempotent (a send through its clientMsgID). allowed lists error codes that are an
-// answer (acting on a message deleted meanwhile). It reports whether the change was answered,
-// and after how many failed attempts.
+// holdOff notes a refusal's hint: the app's next request waits for it, plus up to half of it
+// at random (as syncclient.Backoff does), so that apps refused together do not return
+// together.
+func (w *worker) holdOff(r reply) {
+	if r.refused() && r.retryAfter > 0 {
+		w.notBefore = time.Now().Add(r.retryAfter + time.Duration(w.rng.Int63n(int64(r.retryAfter/2)+1)))
+	}
+}
+
+// mutate sends one change, retrying it on any failure or refusal, each time on the next
+// instance, until it is answered or ctx ends, as an app does: a change that failed may have
+// been applied without its devices being told, and only its retry tells them. Every change
+// msggate offers is idempotent (a send through its clientMsgID). Retries keep the app's retry
+// discipline (retryDiscipline). allowed lists error codes that are an answer (acting on a
+// message deleted meanwhile). It reports whether the change was answered, and after how
+// many failed attempts.
 func (w *worker) mutate(ctx context.Context, op, query string, vars map[string]any, out any, allowed ...string) (answered bool, failures int) {
 	first := w.rng.Intn(len(w.instances))
-	backoff := 100 * time.Millisecond
+	w.backoff.Reset()
 	for attempt := 0; ctx.Err() == nil; attempt++ {
+		if !sleepCtx(ctx, time.Until(w.notBefore)) {
+			return false, attempt
+		}
+		if attempt == 0 {
+			w.budget.Deposit()
+		} else if !w.awaitBudget(ctx) {
+			return false, attempt
+		}
 		began := time.Now()
-		code, err := w.client.call(ctx, w.instance(first, attempt), w.u.token, query, vars, out)
-		if ctx.Err() != nil && code != "" {
+		r, err := w.client.call(ctx, w.instance(first, attempt), w.u.token, query, vars, out)
+		if ctx.Err() != nil && r.code != "" {
 			return false, attempt
 		}
 		for _, a := range allowed {
-			if code == a {
-				code = ""
+			if r.code == a {
+				r.code = ""
 			}
 		}
-		w.rec.record(op, began, code, err)
-		if code == "" {
+		w.rec.record(op, began, attempt == 0, r, err)
+		if r.code == "" {
 			return true, attempt
 		}
-		if !sleepCtx(ctx, backoff) {
+		w.holdOff(r)
+		if !sleepCtx(ctx, w.backoff.Next(r.retryAfter)) {
 			return false, attempt + 1
 		}
-		backoff = min(2*backoff, 2*time.Second)
 	}
 	return false, 0
+}
+
+// awaitBudget takes a token for one retry, waiting while the app's budget is empty; false
+// when ctx ended first.
+func (w *worker) awaitBudget(ctx context.Context) bool {
+	for {
+		ok, wait := w.budget.TryRetry()
+		if ok {
+			return true
+		}
+		if !sleepCtx(ctx, wait) {
+			return false
+		}
+	}
 }
 
 // send sends one message, retrying with the same clientMsgID on any failure until it is

@@ -178,6 +178,9 @@ const groupSize = 10
 
 // sleepCtx waits d or until ctx ends; false when ctx ended.
 func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
