@@ -108,7 +108,7 @@ func TestLimiterSeesAStall(t *testing.T) {
 	l := New(Options{MaxInFlight: 1, MaxWait: 200 * time.Millisecond})
 	r := mustAcquire(t, l, context.Background())
 	time.Sleep(20 * time.Millisecond)
-	r() // mean about 20 ms
+	r()                                             // mean about 20 ms
 	defer mustAcquire(t, l, context.Background())() // stuck
 	time.Sleep(300 * time.Millisecond)
 
