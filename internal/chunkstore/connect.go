@@ -43,6 +43,9 @@ type Options struct {
 	SoleWriter bool
 	// LockLease is how long a lease on FerretDB is valid. Default DefaultLockLease.
 	LockLease time.Duration
+	// Admission, when set, lets each operation through or refuses it (overload); nil lets
+	// everything through.
+	Admission Admitter
 }
 
 // CommandStarted is told of a MongoDB command as it is about to be sent: its name ("find",

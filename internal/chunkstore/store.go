@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 
 	"github.com/msggate/msggate/internal/im"
 )
@@ -39,6 +41,8 @@ type Store struct {
 	// other processes may write to, serialise them across processes (doc_lock.go).
 	locks  keyLocks
 	leases *leases
+	// admission bounds the operations in flight (Options.Admission); nil: no bound.
+	admission Admitter
 }
 
 // Open returns a Store on the database and creates the indexes it relies on. Creating an index
@@ -59,6 +63,7 @@ func open(ctx context.Context, db *mongo.Database, opts Options) (*Store, error)
 		groupMembers: db.Collection(CollectionGroupMember),
 
 		userConversations: db.Collection(CollectionUserConversation),
+		admission:         opts.Admission,
 	}
 	unique := func(c *mongo.Collection, keys ...string) error {
 		d := bson.D{}
@@ -111,18 +116,26 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // storeError turns a driver error into a domain error: failures a retry may cure become
 // EUNAVAILABLE, the rest stay internal. The operation name goes into the cause for logs.
+//
+// A retry may cure: a store that is down, restarting or too slow, as the driver reports it
+// (network errors, timeouts, no server to select, a wait for a pooled connection that ran
+// out, a closed client), as the server reports it (transientCodes, retryable labels, a command
+// out of its time) or as FerretDB reports its SQLite backend while it starts or stops
+// (ferretTransient).
 func storeError(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	cause := fmt.Errorf("mongodb %s: %w", op, err)
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		mongo.IsNetworkError(err) || mongo.IsTimeout(err) || errors.Is(err, mongo.ErrClientDisconnected) {
+	if im.Transient(err) || mongo.IsNetworkError(err) || mongo.IsTimeout(err) ||
+		errors.Is(err, mongo.ErrClientDisconnected) || errors.Is(err, topology.ErrTopologyClosed) ||
+		errors.As(err, &topology.ServerSelectionError{}) || errors.As(err, &topology.WaitQueueTimeoutError{}) {
 		return im.Unavailable("message store", cause)
 	}
 	var se mongo.ServerError
 	if errors.As(err, &se) && (se.HasErrorLabel("RetryableWriteError") || se.HasErrorLabel("TransientTransactionError") ||
-		se.HasErrorCode(maxTimeMSExpired) || serverDeadline(se)) {
+		se.HasErrorLabel("NetworkError") || slices.ContainsFunc(transientCodes, se.HasErrorCode) ||
+		serverDeadline(se) || ferretTransient(se)) {
 		return im.Unavailable("message store", cause)
 	}
 	return cause
@@ -132,11 +145,42 @@ func storeError(op string, err error) error {
 // gave it (the client timeout is sent along as maxTimeMS).
 const maxTimeMSExpired = 50
 
+// transientCodes are MongoDB's codes for a server that cannot serve now (shutting down,
+// stepping down, out of time, unreachable), as the drivers' retry rules list them.
+var transientCodes = []int{
+	6,  // HostUnreachable
+	7,  // HostNotFound
+	24, // LockTimeout
+	maxTimeMSExpired,
+	89,    // NetworkTimeout
+	91,    // ShutdownInProgress
+	189,   // PrimarySteppedDown
+	262,   // ExceededTimeLimit
+	9001,  // SocketException
+	10107, // NotWritablePrimary
+	11600, // InterruptedAtShutdown
+	11602, // InterruptedDueToReplStateChange
+	13435, // NotPrimaryNoSecondaryOk
+	13436, // NotPrimaryOrSecondary
+}
+
 // serverDeadline reports a FerretDB answer to a command that ran out of its time: FerretDB
 // returns an InternalError that names the context deadline instead of MaxTimeMSExpired. Like
 // a timeout on the wire, it is a store too slow to answer, not a broken request.
 func serverDeadline(se mongo.ServerError) bool {
 	return strings.Contains(se.Error(), context.DeadlineExceeded.Error())
+}
+
+// ferretTransient reports FerretDB's answers while its SQLite backend is busy, starting or
+// closing: InternalErrors that name the backend's state rather than the request.
+func ferretTransient(se mongo.ServerError) bool {
+	msg := se.Error()
+	for _, s := range []string{"database is locked", "SQLITE_BUSY", "sql: database is closed", "context canceled", "connection reset", "broken pipe"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // findAll runs one find and decodes every document it returns.
