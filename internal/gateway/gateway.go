@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"os"
 
+	"github.com/msggate/msggate/internal/admission"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
@@ -41,6 +43,9 @@ type Gateway struct {
 	// ChunkMemory is the decoded chunks this instance keeps (Config.ChunkMemory); nil when off,
 	// and in OpenIM mode, whose store changes without telling msggate.
 	ChunkMemory *history.ChunkMemory
+	// StoreAdmission and CacheAdmission bound the work this instance lets through to MongoDB
+	// and Redis and refuse what cannot finish in time (Config.StoreConcurrency, ...).
+	StoreAdmission, CacheAdmission *admission.Limiter
 
 	closers []func() error
 	server  *http.Server
@@ -53,7 +58,11 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 	}
 	// Every line logged with a request's context carries its request_id.
 	logger = ops.WithRequestIDs(logger)
-	opened := &Gateway{Config: cfg, Logger: logger, Metrics: ops.NewMetrics()}
+	opened := &Gateway{Config: cfg, Logger: logger, Metrics: ops.NewMetrics(),
+		StoreAdmission: admission.New(admission.Options{Name: "message store", MaxInFlight: cfg.StoreConcurrency,
+			MaxQueue: cfg.AdmissionQueue, MaxWait: cfg.AdmissionWait}),
+		CacheAdmission: admission.New(admission.Options{Name: "cache", MaxInFlight: cmp.Or(cfg.RedisConcurrency, DefaultRedisConcurrency()),
+			MaxQueue: cfg.AdmissionQueue, MaxWait: cfg.AdmissionWait})}
 	g = opened
 	defer func() {
 		// Each error return sets g to nil; what was opened so far is closed through opened.
@@ -86,6 +95,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 		EventLogMaxAge: cfg.EventLogMaxAge,
 		ObserveCall:    g.Metrics.ObserveRedisCall,
 		OnRoundTrip:    cfg.OnRedisRoundTrip,
+		Admission:      g.CacheAdmission,
 	}); err != nil {
 		return nil, err
 	}
@@ -133,6 +143,7 @@ func (g *Gateway) openStore(ctx context.Context) (err error) {
 		ObserveCommand: g.Metrics.ObserveMongoCommand,
 		OnCommand:      cfg.OnMongoCommand,
 		SoleWriter:     embeddedStore,
+		Admission:      g.StoreAdmission,
 	}); err != nil {
 		return err
 	}
