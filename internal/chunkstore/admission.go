@@ -15,9 +15,12 @@ type Admitter interface {
 	Acquire(ctx context.Context) (context.Context, func(), error)
 }
 
-// admit takes a slot of Options.Admission for one operation; done gives it back. A refusal is
+// admit waits until the store is prepared (background_start.go), then takes a slot of Options.Admission for one operation; done gives it back. A refusal is
 // EUNAVAILABLE with the admission's error, and its retry hint, as its cause.
 func (s *Store) admit(ctx context.Context) (context.Context, func(), error) {
+	if err := s.waitReady(ctx); err != nil {
+		return ctx, nil, err
+	}
 	if s.admission == nil {
 		return ctx, func() {}, nil
 	}

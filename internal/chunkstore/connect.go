@@ -43,6 +43,14 @@ type Options struct {
 	SoleWriter bool
 	// LockLease is how long a lease on FerretDB is valid. Default DefaultLockLease.
 	LockLease time.Duration
+	// StartInBackground makes Connect return at once and prepare the store (indexes, backend
+	// detection) in the background until it succeeds; operations wait for it, up to 2 s for a
+	// request (background_start.go). A gateway uses it so that it answers at once when it
+	// starts while the store is down or saturated.
+	StartInBackground bool
+	// OnStartFailed, when set, is told of each failed attempt to prepare a store started in
+	// the background (logs).
+	OnStartFailed func(error)
 	// Admission, when set, lets each operation through or refuses it (overload); nil lets
 	// everything through.
 	Admission Admitter
@@ -101,6 +109,9 @@ func ConnectDatabase(opts Options) (*mongo.Database, error) {
 // Close disconnects from MongoDB when the store connected itself (Connect); a store opened
 // on the caller's database (Open) leaves its client to the caller.
 func (s *Store) Close(ctx context.Context) error {
+	if s.stopStart != nil {
+		s.stopStart()
+	}
 	if !s.ownsClient {
 		return nil
 	}

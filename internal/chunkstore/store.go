@@ -43,6 +43,10 @@ type Store struct {
 	leases *leases
 	// admission bounds the operations in flight (Options.Admission); nil: no bound.
 	admission Admitter
+	// ready, when not nil, is closed once a store started in the background is prepared
+	// (background_start.go); stopStart ends the preparation when the Store is closed first.
+	ready     chan struct{}
+	stopStart context.CancelFunc
 }
 
 // Open returns a Store on the database and creates the indexes it relies on. Creating an index
@@ -64,6 +68,13 @@ func open(ctx context.Context, db *mongo.Database, opts Options) (*Store, error)
 
 		userConversations: db.Collection(CollectionUserConversation),
 		admission:         opts.Admission,
+	}
+	if opts.StartInBackground {
+		// The preparation outlives Connect's context, and ends with Close.
+		bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+		s.ready, s.stopStart = make(chan struct{}), stop
+		go s.prepareInBackground(bg, db, opts)
+		return s, nil
 	}
 	unique := func(c *mongo.Collection, keys ...string) error {
 		d := bson.D{}
@@ -108,6 +119,11 @@ func (s *Store) Database() *mongo.Database { return s.db }
 
 // Ping checks that MongoDB answers.
 func (s *Store) Ping(ctx context.Context) error {
+	select {
+	case <-s.Ready():
+	default:
+		return im.Unavailable("message store", errStarting)
+	}
 	if err := s.db.Client().Ping(ctx, nil); err != nil {
 		return storeError("ping", err)
 	}

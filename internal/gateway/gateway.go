@@ -144,6 +144,12 @@ func (g *Gateway) openStore(ctx context.Context) (err error) {
 		OnCommand:      cfg.OnMongoCommand,
 		SoleWriter:     embeddedStore,
 		Admission:      g.StoreAdmission,
+		// A gateway answers at once even when it starts while the store is down or
+		// saturated: what needs the store answers UNAVAILABLE until it is prepared.
+		StartInBackground: true,
+		OnStartFailed: func(err error) {
+			g.Logger.Warn("the message store is not prepared yet; retrying", "err", err)
+		},
 	}); err != nil {
 		return err
 	}
@@ -155,9 +161,18 @@ func (g *Gateway) openStore(ctx context.Context) (err error) {
 		g.Logger.Info("accepting the identity provider's tokens besides msggate's own", "jwks", cfg.IdentityProvider.JWKS,
 			"issuer", cfg.IdentityProvider.Issuer, "audience", cfg.IdentityProvider.Audience, "user_claim", cfg.IdentityProvider.UserClaim)
 	}
-	if g.Store.SharedFerretDB() {
-		g.Logger.Info("the store is FerretDB: every update takes a lease document, so that several gateways can share it safely")
-	}
+	closed := make(chan struct{})
+	g.closers = append(g.closers, func() error { close(closed); return nil })
+	go func(store *chunkstore.Store) {
+		select {
+		case <-store.Ready():
+		case <-closed:
+			return
+		}
+		if store.SharedFerretDB() {
+			g.Logger.Info("the store is FerretDB: every update takes a lease document, so that several gateways can share it safely")
+		}
+	}(g.Store)
 	return nil
 }
 
