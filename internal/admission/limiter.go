@@ -94,6 +94,9 @@ func (o Options) withDefaults() Options {
 // the age of the oldest operation still running: a dependency that stopped answering
 // completes nothing, so its mean would never move, while the age of what is stuck grows.
 //
+// A dependency where every slot is taken and none has come free for longer than MaxWait has
+// stopped answering: operations are then refused at once.
+//
 // An operation whose context has no deadline (work that must finish once begun, such as the
 // steps after a message is stored) is never refused: it waits for its turn.
 //
@@ -106,6 +109,7 @@ type Limiter struct {
 	inFlight list.List     // time.Time each running operation started, oldest first
 	queue    list.List     // *waiter, first come first
 	mean     time.Duration // of the operations' times; 0 until the first one ends
+	lastDone time.Time     // when an operation last ended (or the Limiter was made)
 
 	admitted, refused atomic.Int64
 }
@@ -116,7 +120,7 @@ type waiter struct {
 
 // New returns a Limiter.
 func New(o Options) *Limiter {
-	return &Limiter{o: o.withDefaults()}
+	return &Limiter{o: o.withDefaults(), lastDone: time.Now()}
 }
 
 type heldKey struct{ l *Limiter }
@@ -200,6 +204,13 @@ func (l *Limiter) decideLocked(ctx context.Context, now time.Time) (time.Duratio
 	if l.queue.Len() >= l.o.MaxQueue {
 		return 0, l.refusalLocked("queue full", now)
 	}
+	if l.inFlight.Len() >= l.o.MaxInFlight && now.Sub(l.lastDone) > l.o.MaxWait {
+		// Every slot is taken and none has come free for longer than anyone may wait: the
+		// dependency has stopped answering, and a waiter would wait past MaxWait.
+		r := l.refusalLocked("stalled", now)
+		r.RetryAfter = max(r.RetryAfter, l.o.MaxWait) // it will not drain sooner
+		return 0, r
+	}
 	perSlot := l.perSlotLocked(now)
 	budget := min(l.o.MaxWait, deadline.Sub(now)-perSlot)
 	if budget <= 0 || l.waitLocked(l.queue.Len(), perSlot) > budget {
@@ -256,6 +267,7 @@ func (l *Limiter) release(e *list.Element) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	took := now.Sub(l.inFlight.Remove(e).(time.Time))
+	l.lastDone = now
 	if l.mean == 0 {
 		l.mean = took
 	} else {

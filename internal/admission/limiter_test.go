@@ -122,6 +122,24 @@ func TestLimiterSeesAStall(t *testing.T) {
 	}
 }
 
+// Ensure that when every slot is stuck and none came free for longer than MaxWait, new
+// operations are refused at once, however many slots there are.
+func TestLimiterStalledRefusesAtOnce(t *testing.T) {
+	l := New(Options{MaxInFlight: 8, MaxWait: 100 * time.Millisecond})
+	for range 8 {
+		defer mustAcquire(t, l, context.Background())()
+	}
+	time.Sleep(150 * time.Millisecond)
+	began := time.Now()
+	_, _, err := l.Acquire(withTimeout(t, 10*time.Second))
+	if r := refusal(t, err); r.Reason != "stalled" {
+		t.Fatalf("reason %q, want stalled", r.Reason)
+	}
+	if took := time.Since(began); took > 50*time.Millisecond {
+		t.Fatalf("refused after %v, want at once", took)
+	}
+}
+
 // Ensure a full queue refuses.
 func TestLimiterQueueFull(t *testing.T) {
 	l := New(Options{MaxInFlight: 1, MaxQueue: 1, MaxWait: time.Minute})

@@ -18,6 +18,11 @@ const (
 	// DefaultTimeout bounds one MongoDB operation, retries included, when the caller's
 	// context allows longer.
 	DefaultTimeout = 10 * time.Second
+	// DefaultServerSelectionTimeout bounds the wait for a reachable server when the URI sets
+	// none (the driver's own is 30 s): while the store is down or restarting an operation
+	// fails as UNAVAILABLE within it, instead of holding its admission slot and its client
+	// until the request's time is up. A restarted server is found again within it too.
+	DefaultServerSelectionTimeout = 2 * time.Second
 )
 
 // Options says where Connect finds MongoDB and who watches the commands it sends. Every zero
@@ -96,10 +101,14 @@ func ConnectDatabase(opts Options) (*mongo.Database, error) {
 	if observe == nil {
 		observe = func(string, time.Duration, bool) {}
 	}
-	client, err := mongo.Connect(options.Client().
+	co := options.Client().
 		ApplyURI(opts.URI).
 		SetTimeout(opts.Timeout).
-		SetMonitor(TimingMonitor(StartedMonitor(opts.OnCommand), observe)))
+		SetMonitor(TimingMonitor(StartedMonitor(opts.OnCommand), observe))
+	if co.ServerSelectionTimeout == nil {
+		co.SetServerSelectionTimeout(DefaultServerSelectionTimeout)
+	}
+	client, err := mongo.Connect(co)
 	if err != nil {
 		return nil, fmt.Errorf("connect to MongoDB: %w", err)
 	}
