@@ -19,9 +19,10 @@ import (
 // for as long as it takes. Updates must not start before the store knows whether to take leases.
 
 // startWait bounds how long an operation waits for the store to be prepared: long enough for
-// a healthy store (a handful of commands), short enough to answer a client long before its
-// request's time is up.
-const startWait = 2 * time.Second
+// a healthy store (a handful of commands), short enough to answer a client within a second or
+// two of the gateway's start. Once an attempt has failed, the store is known to be down and
+// operations are refused at once.
+const startWait = time.Second
 
 // errStarting is why an operation was refused while the store is being prepared.
 var errStarting = errors.New("the store is being prepared (indexes, backend detection)")
@@ -45,6 +46,7 @@ func (s *Store) prepareInBackground(ctx context.Context, db *mongo.Database, opt
 			close(s.ready)
 			return
 		}
+		s.startFailed.Store(true)
 		if opts.OnStartFailed != nil {
 			opts.OnStartFailed(err)
 		}
@@ -79,6 +81,9 @@ func (s *Store) waitReady(ctx context.Context) error {
 	}
 	var timeout <-chan time.Time
 	if _, ok := ctx.Deadline(); ok {
+		if s.startFailed.Load() {
+			return &im.Error{Code: im.EUNAVAILABLE, Message: "message store is starting", Cause: startingError{}}
+		}
 		t := time.NewTimer(startWait)
 		defer t.Stop()
 		timeout = t.C

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -45,8 +46,9 @@ type Store struct {
 	admission Admitter
 	// ready, when not nil, is closed once a store started in the background is prepared
 	// (background_start.go); stopStart ends the preparation when the Store is closed first.
-	ready     chan struct{}
-	stopStart context.CancelFunc
+	ready       chan struct{}
+	stopStart   context.CancelFunc
+	startFailed atomic.Bool
 }
 
 // Open returns a Store on the database and creates the indexes it relies on. Creating an index
