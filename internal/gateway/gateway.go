@@ -64,6 +64,13 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 		CacheAdmission: admission.New(admission.Options{Name: "cache", MaxInFlight: cmp.Or(cfg.RedisConcurrency, DefaultRedisConcurrency()),
 			MaxQueue: cfg.AdmissionQueue, MaxWait: cfg.AdmissionWait})}
 	g = opened
+	for name, l := range map[string]*admission.Limiter{"mongodb": opened.StoreAdmission, "redis": opened.CacheAdmission} {
+		opened.Metrics.WatchAdmission(name, func() ops.AdmissionFigures {
+			s := l.Stats()
+			return ops.AdmissionFigures{InFlight: s.InFlight, Queued: s.Queued, MeanServiceTime: s.MeanServiceTime,
+				Admitted: s.Admitted, Refused: s.Refused}
+		})
+	}
 	defer func() {
 		// Each error return sets g to nil; what was opened so far is closed through opened.
 		if err != nil {
