@@ -15,6 +15,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/msggate/msggate/internal/admission"
 	"github.com/msggate/msggate/internal/im"
 )
 
@@ -28,6 +29,8 @@ import (
 //     more work now, so that a request is refused before it has done anything: every
 //     operation asks Redis's, mutations and the catch-up reads (syncState, syncDifference)
 //     the store's too. A warm read needs no store, so it is not refused for the store's queue.
+//     An operation let in this way is committed: its store operations are not refused for
+//     waiting longer than the admission wait, only for its own deadline.
 //   - Every UNAVAILABLE error carries extensions.retryAfterMs (the refusal's hint, else
 //     DefaultRetryAfter). Over POST, an answer whose errors include UNAVAILABLE and whose
 //     root fields all failed is HTTP 503 with Retry-After (whole seconds, rounded up); over
@@ -119,47 +122,57 @@ type admissionCheck struct {
 
 var _ interface {
 	graphql.HandlerExtension
-	graphql.OperationContextMutator
+	graphql.OperationInterceptor
 } = admissionCheck{}
 
 func (admissionCheck) ExtensionName() string { return "AdmissionCheck" }
 
 func (admissionCheck) Validate(graphql.ExecutableSchema) error { return nil }
 
-func (a admissionCheck) MutateOperationContext(ctx context.Context, opCtx *graphql.OperationContext) *gqlerror.Error {
+// InterceptOperation refuses the operation, or lets it in as committed work
+// (admission.Committed): its later store operations wait for their turn up to its deadline
+// rather than being refused half-way, which would waste what it did before.
+func (a admissionCheck) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	opCtx := graphql.GetOperationContext(ctx)
 	if opCtx.Operation == nil {
-		return nil
+		return next(ctx)
 	}
-	// The request's deadline is kept aside until its root fields run (withDeadline); a
-	// WebSocket operation gets its own once it runs. Either way it is its time from now.
+	// The request's deadline is kept aside until its root fields run (withDeadline,
+	// connectionOperations): the check takes it from there.
 	deadline, ok := ctx.Value(deadlineKey{}).(time.Time)
 	if !ok && a.timeout > 0 {
 		deadline, ok = time.Now().Add(a.timeout), true
 	}
 	if !ok {
-		return nil
+		return next(ctx)
 	}
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+	cctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	check := func(name string, dep Admitter) *gqlerror.Error {
 		if dep == nil {
 			return nil
 		}
-		err := dep.Check(ctx)
+		err := dep.Check(cctx)
 		if err == nil {
 			return nil
 		}
 		a.o.countRefusal(limitOverload)
 		retry := retryAfter(err)
-		return unavailableError(fmt.Sprintf("the %s is overloaded: retry in %v", name, retry.Round(time.Millisecond)), retry)
+		gerr := unavailableError(fmt.Sprintf("the %s is overloaded: retry in %v", name, retry.Round(time.Millisecond)), retry)
+		return gerr
 	}
-	if err := check("cache", a.cache); err != nil {
-		return err
+	refused := check("cache", a.cache)
+	store := needsStore(opCtx.Operation)
+	if refused == nil && store {
+		refused = check("message store", a.store)
 	}
-	if needsStore(opCtx.Operation) {
-		return check("message store", a.store)
+	if refused != nil {
+		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{refused}})
 	}
-	return nil
+	if store {
+		ctx = admission.Committed(ctx)
+	}
+	return next(ctx)
 }
 
 // needsStore reports whether an operation will ask the store for sure: a mutation, or a

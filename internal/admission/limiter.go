@@ -125,6 +125,16 @@ func New(o Options) *Limiter {
 
 type heldKey struct{ l *Limiter }
 
+type committedKey struct{}
+
+// Committed marks ctx as work already let in (a request that passed Check before it started):
+// its operations wait for their turn up to the context's deadline rather than MaxWait, since
+// refusing its third operation would waste the first two and make its client do them again.
+// A full queue or a stalled dependency still refuses it.
+func Committed(ctx context.Context) context.Context {
+	return context.WithValue(ctx, committedKey{}, true)
+}
+
 // Acquire waits for a slot, or refuses with a *RefusedError, or returns the context's error
 // when it ends first. On success it returns ctx marked as holding the slot and release, which
 // the caller must call once the operation is over.
@@ -212,7 +222,10 @@ func (l *Limiter) decideLocked(ctx context.Context, now time.Time) (time.Duratio
 		return 0, r
 	}
 	perSlot := l.perSlotLocked(now)
-	budget := min(l.o.MaxWait, deadline.Sub(now)-perSlot)
+	budget := deadline.Sub(now) - perSlot
+	if ctx.Value(committedKey{}) == nil {
+		budget = min(l.o.MaxWait, budget)
+	}
 	if budget <= 0 || l.waitLocked(l.queue.Len(), perSlot) > budget {
 		return 0, l.refusalLocked("queue too long", now)
 	}

@@ -84,6 +84,19 @@ func TestLimiterRefusesWhatCannotFinishInTime(t *testing.T) {
 	}
 }
 
+// Ensure committed work waits past MaxWait, up to its deadline.
+func TestLimiterCommittedWaits(t *testing.T) {
+	l := New(Options{MaxInFlight: 1, MaxWait: 50 * time.Millisecond})
+	release := mustAcquire(t, l, context.Background())
+	go func() { time.Sleep(200 * time.Millisecond); release() }()
+	began := time.Now()
+	r := mustAcquire(t, l, Committed(withTimeout(t, 10*time.Second)))
+	r()
+	if took := time.Since(began); took < 150*time.Millisecond {
+		t.Fatalf("got a slot after %v, before one came free", took)
+	}
+}
+
 // Ensure an operation is refused when the wait exceeds MaxWait, and a waiter still waiting
 // after MaxWait is refused then.
 func TestLimiterMaxWait(t *testing.T) {
