@@ -3,13 +3,17 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
@@ -160,4 +164,35 @@ func TestOverloadRefusesEarly(t *testing.T) {
 	if s := g.StoreAdmission.Stats(); s.Refused == 0 || s.InFlight != 0 || s.Queued != 0 {
 		t.Errorf("limiter after: %+v", s)
 	}
+}
+
+// Ensure new WebSocket connections beyond the accepted pace are closed at connection_init
+// with 1013 and the retry hint in the reason, and that a client that waits the hint gets in.
+func TestOverloadPacesNewConnections(t *testing.T) {
+	g := gatewaytest.StartWith(t, func(c *gateway.Config) {
+		c.ConnectionRate = 2
+		c.ConnectionBurst = 1
+	})
+	alice := g.Token("alice")
+	gatewaytest.ConnectWS(t, g.URL, alice, gatewaytest.WSOptions{})
+
+	ws := gatewaytest.DialWS(t, g.URL, gatewaytest.WSOptions{})
+	ws.Write(map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + alice}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := ws.Read(ctx)
+	var closed websocket.CloseError
+	if !errors.As(err, &closed) || closed.Code != 1013 {
+		t.Fatalf("a connection over the pace: %v, want close 1013", err)
+	}
+	i := strings.Index(closed.Reason, "retryAfterMs=")
+	if i < 0 {
+		t.Fatalf("close reason %q carries no retryAfterMs", closed.Reason)
+	}
+	ms, err := strconv.Atoi(closed.Reason[i+len("retryAfterMs="):])
+	if err != nil || ms <= 0 || ms > 500 {
+		t.Fatalf("close reason %q: want a hint of at most 500 ms (2 a second)", closed.Reason)
+	}
+	time.Sleep(time.Duration(ms)*time.Millisecond + 50*time.Millisecond)
+	gatewaytest.ConnectWS(t, g.URL, alice, gatewaytest.WSOptions{})
 }
