@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -62,7 +63,7 @@ func bearer(h string) (string, bool) {
 func refuseInit(ctx context.Context, err error) (context.Context, *transport.InitPayload, error) {
 	if im.ErrorCode(err) == im.EUNAVAILABLE {
 		ctx = transport.WithWebsocketCloseCode(ctx, CloseTryAgainLater)
-		return transport.AppendCloseReason(ctx, "unavailable: the token could not be checked; try again"), nil, err
+		return transport.AppendCloseReason(ctx, fmt.Sprintf("unavailable: the token could not be checked; try again; retryAfterMs=%d", DefaultRetryAfter.Milliseconds())), nil, err
 	}
 	ctx = transport.WithWebsocketCloseCode(ctx, CloseUnauthorized)
 	if err == nil {

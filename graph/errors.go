@@ -65,6 +65,11 @@ func errorPresenter(logger *slog.Logger) graphql.ErrorPresenterFunc {
 				return gerr
 			}
 			domain = &im.Error{Code: im.EINTERNAL, Message: "internal error", Cause: err}
+			if im.Transient(err) {
+				// A store failure that reached here without a code (a context that ended, a
+				// connection cut): an outage, never a bug.
+				domain = im.Unavailable("a store", err)
+			}
 		}
 		code := codeOf[domain.Code]
 		if code == "" {
@@ -82,6 +87,9 @@ func errorPresenter(logger *slog.Logger) graphql.ErrorPresenterFunc {
 			gerr.Extensions = map[string]any{}
 		}
 		gerr.Extensions["code"] = code
+		if code == CodeUnavailable {
+			gerr.Extensions["retryAfterMs"] = retryAfter(err).Milliseconds()
+		}
 		var gone *im.HistoryUnavailableError
 		if errors.As(err, &gone) {
 			gerr.Extensions["minSeq"] = gone.MinSeq

@@ -75,6 +75,18 @@ type HandlerOptions struct {
 	// PersistedQueries keeps the queries of automatic persisted queries (APQ). Default: an
 	// in-process LRU of 1000, which other instances do not see.
 	PersistedQueries graphql.Cache[string]
+	// StoreAdmission and CacheAdmission, when set, say whether the message store and Redis
+	// would take more work now: an operation that needs one that would not is refused before
+	// it runs, with UNAVAILABLE and a retry hint (admission.go).
+	StoreAdmission Admitter
+	CacheAdmission Admitter
+	// ConnectionRate is how many new WebSocket connections a second this instance accepts at
+	// connection_init, ConnectionBurst how many at once after a quiet spell; one more is
+	// closed with CloseTryAgainLater and a retry hint. It spreads a reconnect storm (hundreds
+	// of devices after a gateway or Redis was lost) over seconds. Defaults
+	// DefaultConnectionRate and DefaultConnectionBurst; a negative rate switches it off.
+	ConnectionRate  float64
+	ConnectionBurst int
 	// Loaders tunes the per-request dataloaders.
 	Loaders LoaderOptions
 	// KeepAlive is how often an idle WebSocket connection is pinged (graphql-ws "ka" messages,
@@ -119,6 +131,8 @@ func NewHandler(r *Resolver, o HandlerOptions) http.Handler {
 	if o.MaxComplexity > 0 {
 		srv.Use(extension.FixedComplexityLimit(o.MaxComplexity, complexity.WithFixedScalarValue(0)))
 	}
+	// Last of the checks before execution: the others cost nothing and refuse for good.
+	srv.Use(admissionCheck{store: o.StoreAdmission, cache: o.CacheAdmission, timeout: o.RequestTimeout, o: o})
 	srv.AroundRootFields(timeLimit)
 	srv.SetErrorPresenter(presentLimits(errorPresenter(o.Logger), o.RequestTimeout, o.Logger))
 	srv.SetRecoverFunc(recoverFunc(o.Logger))
@@ -171,6 +185,12 @@ func (o HandlerOptions) withDefaults() HandlerOptions {
 	}
 	if o.PersistedQueries == nil {
 		o.PersistedQueries = lru.New[string](1000)
+	}
+	if o.ConnectionRate == 0 {
+		o.ConnectionRate = DefaultConnectionRate
+	}
+	if o.ConnectionBurst == 0 {
+		o.ConnectionBurst = DefaultConnectionBurst
 	}
 	if o.KeepAlive == 0 {
 		o.KeepAlive = DefaultKeepAlive

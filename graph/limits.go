@@ -46,6 +46,11 @@ const (
 	// user's connections (close code CloseTooManyConnections).
 	limitPendingConnections = "pendingConnections"
 	limitUserConnections    = "userConnections"
+	// Refusals that are not LIMIT_EXCEEDED but UNAVAILABLE, counted with the others: an
+	// operation refused before it ran because a dependency is overloaded (admission.go), and
+	// a WebSocket connection over the pace new connections are accepted at.
+	limitOverload       = "overload"
+	limitConnectionRate = "connectionRate"
 )
 
 // limitError is the error of a request refused by one of the limits.

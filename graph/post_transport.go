@@ -58,8 +58,14 @@ func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
 	rc, opErr := exec.CreateOperationContext(ctx, &params)
 	if opErr != nil {
-		w.WriteHeader(requestErrorStatus(contentType, opErr))
-		writeResponse(w, exec.DispatchError(graphql.WithOperationContext(ctx, rc), opErr))
+		resp := exec.DispatchError(graphql.WithOperationContext(ctx, rc), opErr)
+		if retry, ok := unavailableStatus(resp); ok {
+			setRetryAfter(w, retry)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		} else {
+			w.WriteHeader(requestErrorStatus(contentType, opErr))
+		}
+		writeResponse(w, resp)
 		return
 	}
 	if rc.Operation != nil && rc.Operation.Operation == ast.Subscription {
@@ -73,7 +79,14 @@ func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 		return
 	}
 	responses, ctx := exec.DispatchOperation(ctx, rc)
-	writeResponse(w, responses(ctx))
+	resp := responses(ctx)
+	// An answer that is nothing but "a store is unavailable" says so in its status too, so
+	// that clients and proxies that look only at the status back off for the hint's time.
+	if retry, ok := unavailableStatus(resp); ok {
+		setRetryAfter(w, retry)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	writeResponse(w, resp)
 }
 
 // responseMediaType picks the answer's media type from the Accept header: the first of JSON

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"math"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -76,7 +75,7 @@ func rateGate(o HandlerOptions) gate {
 				o.Logger.WarnContext(ctx, "rate limiter unavailable; requests are let through", "err", err)
 			}
 		case !ok:
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+			setRetryAfter(w, retry)
 			return req, &refusal{http.StatusTooManyRequests, refused}
 		}
 		return req, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/msggate/msggate/graph/model"
+	"github.com/msggate/msggate/internal/admission"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/im"
 	imsync "github.com/msggate/msggate/internal/sync"
@@ -36,12 +37,18 @@ const (
 // graphql-transport-ws and the legacy graphql-ws protocols. The bearer token comes in the
 // connection_init payload.
 func websocketTransport(r *Resolver, o HandlerOptions) transport.Websocket {
+	pacer := admission.NewPacer(o.ConnectionRate, o.ConnectionBurst)
 	return transport.Websocket{
 		Implementation:        closableImplementation{transport.CoderWebsocketImplementation{}},
 		KeepAlivePingInterval: o.KeepAlive,
 		PingPongInterval:      o.KeepAlive,
 		InitTimeout:           10 * time.Second,
 		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+			if ok, retry := pacer.Take(); !ok {
+				// Before the token is checked: pacing is what keeps a storm cheap.
+				o.countRefusal(limitConnectionRate)
+				return refuseForNow(ctx, retry)
+			}
 			var v auth.Viewer
 			var err error
 			if token := initToken(payload); token == "" {

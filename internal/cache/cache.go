@@ -40,6 +40,9 @@ type Options struct {
 	ObserveCall CallObserver
 	// OnRoundTrip, when set, is told of each round trip before it is made (tests count them).
 	OnRoundTrip RoundTripObserver
+	// Admission, when set, lets each round trip through or refuses it (overload); nil lets
+	// everything through.
+	Admission Admitter
 }
 
 func (o Options) withDefaults() Options {
@@ -87,6 +90,11 @@ func addHooks(rdb redis.UniversalClient, opts Options) {
 	}
 	if opts.ObserveCall != nil {
 		rdb.AddHook(TimingHook(opts.ObserveCall))
+	}
+	if opts.Admission != nil {
+		// Last, so that it runs innermost: a refused call was never made, and the observers
+		// above see it fail at once (the timing hook counts it as a failure).
+		rdb.AddHook(admissionHook{opts.Admission})
 	}
 }
 

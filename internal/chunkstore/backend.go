@@ -20,6 +20,13 @@ func isFerretDB(ctx context.Context, client *mongo.Client) (bool, error) {
 }
 
 // SharedFerretDB reports whether the store takes a lease document for each update because
-// it runs on a FerretDB other processes may write to (see leases); the gateway says so at
-// start-up.
-func (s *Store) SharedFerretDB() bool { return s.leases != nil }
+// it runs on a FerretDB other processes may write to (see leases); the gateway says so once
+// the store is prepared (false until then).
+func (s *Store) SharedFerretDB() bool {
+	select {
+	case <-s.Ready():
+		return s.leases != nil
+	default:
+		return false
+	}
+}

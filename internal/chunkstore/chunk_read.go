@@ -14,6 +14,11 @@ import (
 // Whole chunks are read on purpose: FerretDB supports no $slice projection, and a page of
 // history needs most of a chunk anyway.
 func (s *Store) FindChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	out := make([]*im.Chunk, len(docIDs))
 	if len(docIDs) == 0 {
 		return out, nil
@@ -34,6 +39,11 @@ func (s *Store) FindChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, e
 
 // Empty reports whether the store holds no chunk at all (a new installation).
 func (s *Store) Empty(ctx context.Context) (bool, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer done()
 	n, err := s.chunks.CountDocuments(ctx, bson.D{}, options.Count().SetLimit(1))
 	if err != nil {
 		return false, storeError("count chunks", err)

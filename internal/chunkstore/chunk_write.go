@@ -43,6 +43,11 @@ const maxWriteAttempts = 5
 // The outcomes are aligned with msgs. An error means some slots may be written and others not;
 // calling again with the same messages is safe.
 func (s *Store) WriteMessages(ctx context.Context, conversationID string, msgs []*im.Message) ([]SlotOutcome, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	return s.writeMessages(ctx, conversationID, msgs, false)
 }
 
@@ -50,6 +55,11 @@ func (s *Store) WriteMessages(ctx context.Context, conversationID string, msgs [
 // earlier sends): it reads each chunk first and writes only the slots still empty. On a large
 // chunk that costs one read instead of a failing conditional update followed by the read.
 func (s *Store) RewriteMessages(ctx context.Context, conversationID string, msgs []*im.Message) ([]SlotOutcome, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	return s.writeMessages(ctx, conversationID, msgs, true)
 }
 

@@ -23,6 +23,11 @@ type clientMsgDoc struct {
 // FindClientMsgSeqs returns the seqs already given to the keys, in one query. Keys never seen
 // are absent from the map.
 func (s *Store) FindClientMsgSeqs(ctx context.Context, keys []ClientMsgKey) (map[ClientMsgKey]int64, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	out := make(map[ClientMsgKey]int64, len(keys))
 	if len(keys) == 0 {
 		return out, nil
@@ -51,6 +56,11 @@ func (s *Store) FindClientMsgSeqs(ctx context.Context, keys []ClientMsgKey) (map
 // taking a new one. The answer holds, for keys another writer claimed first (a concurrent
 // duplicate send), the seq that writer got; the caller must use it instead of its own.
 func (s *Store) ClaimClientMsgIDs(ctx context.Context, claims map[ClientMsgKey]int64) (map[ClientMsgKey]int64, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	lost := map[ClientMsgKey]int64{}
 	if len(claims) == 0 {
 		return lost, nil
@@ -61,7 +71,7 @@ func (s *Store) ClaimClientMsgIDs(ctx context.Context, claims map[ClientMsgKey]i
 		docs = append(docs, clientMsgDoc{ClientMsgKey: k, Seq: seq})
 		keys = append(keys, k)
 	}
-	_, err := s.clientMsgIDs.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+	_, err = s.clientMsgIDs.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
 	if err == nil {
 		return lost, nil
 	}
@@ -90,7 +100,12 @@ func (s *Store) ClaimClientMsgIDs(ctx context.Context, claims map[ClientMsgKey]i
 // MoveClientMsgSeq points a key at a new seq, when the seq first claimed turned out to be taken
 // by another message.
 func (s *Store) MoveClientMsgSeq(ctx context.Context, k ClientMsgKey, seq int64) error {
-	_, err := s.clientMsgIDs.UpdateOne(ctx,
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, err = s.clientMsgIDs.UpdateOne(ctx,
 		bson.D{{Key: "conversation_id", Value: k.ConversationID}, {Key: "client_msg_id", Value: k.ClientMsgID}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "seq", Value: seq}}}})
 	return storeError("move client message id", err)

@@ -18,6 +18,11 @@ const (
 	// DefaultTimeout bounds one MongoDB operation, retries included, when the caller's
 	// context allows longer.
 	DefaultTimeout = 10 * time.Second
+	// DefaultServerSelectionTimeout bounds the wait for a reachable server when the URI sets
+	// none (the driver's own is 30 s): while the store is down or restarting an operation
+	// fails as UNAVAILABLE within it, instead of holding its admission slot and its client
+	// until the request's time is up. A restarted server is found again within it too.
+	DefaultServerSelectionTimeout = 2 * time.Second
 )
 
 // Options says where Connect finds MongoDB and who watches the commands it sends. Every zero
@@ -43,6 +48,17 @@ type Options struct {
 	SoleWriter bool
 	// LockLease is how long a lease on FerretDB is valid. Default DefaultLockLease.
 	LockLease time.Duration
+	// StartInBackground makes Connect return at once and prepare the store (indexes, backend
+	// detection) in the background until it succeeds; operations wait for it, up to 2 s for a
+	// request (background_start.go). A gateway uses it so that it answers at once when it
+	// starts while the store is down or saturated.
+	StartInBackground bool
+	// OnStartFailed, when set, is told of each failed attempt to prepare a store started in
+	// the background (logs).
+	OnStartFailed func(error)
+	// Admission, when set, lets each operation through or refuses it (overload); nil lets
+	// everything through.
+	Admission Admitter
 }
 
 // CommandStarted is told of a MongoDB command as it is about to be sent: its name ("find",
@@ -85,10 +101,14 @@ func ConnectDatabase(opts Options) (*mongo.Database, error) {
 	if observe == nil {
 		observe = func(string, time.Duration, bool) {}
 	}
-	client, err := mongo.Connect(options.Client().
+	co := options.Client().
 		ApplyURI(opts.URI).
 		SetTimeout(opts.Timeout).
-		SetMonitor(TimingMonitor(StartedMonitor(opts.OnCommand), observe)))
+		SetMonitor(TimingMonitor(StartedMonitor(opts.OnCommand), observe))
+	if co.ServerSelectionTimeout == nil {
+		co.SetServerSelectionTimeout(DefaultServerSelectionTimeout)
+	}
+	client, err := mongo.Connect(co)
 	if err != nil {
 		return nil, fmt.Errorf("connect to MongoDB: %w", err)
 	}
@@ -98,6 +118,9 @@ func ConnectDatabase(opts Options) (*mongo.Database, error) {
 // Close disconnects from MongoDB when the store connected itself (Connect); a store opened
 // on the caller's database (Open) leaves its client to the caller.
 func (s *Store) Close(ctx context.Context) error {
+	if s.stopStart != nil {
+		s.stopStart()
+	}
 	if !s.ownsClient {
 		return nil
 	}

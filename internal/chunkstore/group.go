@@ -17,6 +17,11 @@ type GroupMember struct {
 // SetGroupMembers makes members the group's complete member list: listed users are upserted
 // with their roles, everyone else is removed.
 func (s *Store) SetGroupMembers(ctx context.Context, groupID string, members []GroupMember) error {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	ids := make([]string, 0, len(members))
 	models := make([]mongo.WriteModel, 0, len(members))
 	for _, m := range members {
@@ -31,7 +36,7 @@ func (s *Store) SetGroupMembers(ctx context.Context, groupID string, members []G
 			return err
 		}
 	}
-	_, err := s.groupMembers.DeleteMany(ctx, bson.D{
+	_, err = s.groupMembers.DeleteMany(ctx, bson.D{
 		{Key: "group_id", Value: groupID},
 		{Key: "user_id", Value: bson.D{{Key: "$nin", Value: ids}}},
 	})
@@ -41,6 +46,11 @@ func (s *Store) SetGroupMembers(ctx context.Context, groupID string, members []G
 // FindGroupMemberships returns, for each group, userID's membership, in one query. Groups the
 // user is not in are absent from the map.
 func (s *Store) FindGroupMemberships(ctx context.Context, userID string, groupIDs []string) (map[string]GroupMember, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	out := make(map[string]GroupMember, len(groupIDs))
 	if len(groupIDs) == 0 {
 		return out, nil
@@ -60,5 +70,10 @@ func (s *Store) FindGroupMemberships(ctx context.Context, userID string, groupID
 
 // GroupMembers returns every member of a group.
 func (s *Store) GroupMembers(ctx context.Context, groupID string) ([]GroupMember, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	return findAll[GroupMember](ctx, s.groupMembers, "find group members", bson.D{{Key: "group_id", Value: groupID}})
 }

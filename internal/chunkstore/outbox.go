@@ -90,6 +90,11 @@ func (s *Store) RecordIntent(ctx context.Context, in *Intent) error {
 	if in.ID == "" {
 		in.ID = NewIntentID()
 	}
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if _, err := s.outbox.InsertOne(ctx, in); err != nil {
 		return storeError("record intent", err)
 	}
@@ -98,6 +103,11 @@ func (s *Store) RecordIntent(ctx context.Context, in *Intent) error {
 
 // DropIntent removes a finished intent. Removing one that is gone already is no error.
 func (s *Store) DropIntent(ctx context.Context, id string) error {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if _, err := s.outbox.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}}); err != nil {
 		return storeError("drop intent", err)
 	}
@@ -106,6 +116,11 @@ func (s *Store) DropIntent(ctx context.Context, id string) error {
 
 // DueIntents returns up to limit intents whose Due is at or before now, the oldest first.
 func (s *Store) DueIntents(ctx context.Context, now time.Time, limit int) ([]Intent, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	cur, err := s.outbox.Find(ctx, bson.D{{Key: "due", Value: bson.D{{Key: "$lte", Value: now.UnixMilli()}}}},
 		options.Find().SetSort(bson.D{{Key: "due", Value: 1}}).SetLimit(int64(limit)))
 	if err != nil {
@@ -123,6 +138,11 @@ func (s *Store) DueIntents(ctx context.Context, now time.Time, limit int) ([]Int
 // (its updates are not atomic); finishing an intent twice announces nothing twice, so the
 // claim only saves work.
 func (s *Store) ClaimIntent(ctx context.Context, in Intent, until time.Time) (bool, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer done()
 	res, err := s.outbox.UpdateOne(ctx,
 		bson.D{{Key: "_id", Value: in.ID}, {Key: "due", Value: in.Due}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "due", Value: until.UnixMilli()}}}, {Key: "$inc", Value: bson.D{{Key: "tries", Value: 1}}}})

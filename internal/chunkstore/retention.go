@@ -26,6 +26,11 @@ const MaxChunkRange = 200
 // a series of short index scans, and a pass survives conversations created or removed while
 // it runs (it resumes after the last ID it saw). limit is clamped to 1..MaxConversationPage.
 func (s *Store) ListConversationSeqs(ctx context.Context, after string, limit int) ([]ConversationSeqs, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	limit = min(max(limit, 1), MaxConversationPage)
 	cur, err := s.seqs.Find(ctx,
 		bson.D{{Key: "conversation_id", Value: bson.D{{Key: "$gt", Value: after}}}},
@@ -46,6 +51,11 @@ func (s *Store) ListConversationSeqs(ctx context.Context, after string, limit in
 // do not sort by index as strings ("c:10" < "c:9"), and naming them costs nothing for the
 // indexes that are absent. At most MaxChunkRange indexes.
 func (s *Store) FindChunkRange(ctx context.Context, conversationID string, from, to int64) ([]*im.Chunk, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	if from < 0 || to < from {
 		return nil, nil
 	}
@@ -65,6 +75,11 @@ func (s *Store) FindChunkRange(ctx context.Context, conversationID string, from,
 // locked like every chunk update: on FerretDB an update that overlapped the delete could
 // otherwise write the chunk back.
 func (s *Store) DeleteChunks(ctx context.Context, docIDs []string) (int64, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
 	if len(docIDs) == 0 {
 		return 0, nil
 	}
@@ -88,6 +103,11 @@ func (s *Store) DeleteChunks(ctx context.Context, docIDs []string) (int64, error
 // one operation on MongoDB; on FerretDB the document lock orders it against slot writes, which
 // take the same lock.
 func (s *Store) DeleteChunkIfEmptyAbove(ctx context.Context, conversationID string, seq int64) (bool, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer done()
 	if err := im.ValidateSeq(seq); err != nil {
 		return false, err
 	}

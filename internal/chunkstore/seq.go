@@ -32,6 +32,11 @@ type StoredMax struct {
 // range and at least MaxSeq+n. MaxSeq in the answer tells the allocator where stored messages
 // end, which is where it restarts after losing its state.
 func (s *Store) ReserveSeqBlock(ctx context.Context, conversationID string, n int64) (ConversationSeqs, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return ConversationSeqs{}, err
+	}
+	defer done()
 	doc, err := s.updateSeqDoc(ctx, conversationID, "$inc", n)
 	if err == nil && doc.ReservedSeq < doc.MaxSeq+n {
 		// A store written by another tool (an imported OpenIM database) may have messages above
@@ -71,6 +76,11 @@ func (s *Store) updateSeqDoc(ctx context.Context, conversationID, op string, v i
 // newest send time. $max makes both monotonic and safe under concurrent writers; all
 // conversations go in one bulk write.
 func (s *Store) RaiseMaxSeqs(ctx context.Context, stored map[string]StoredMax) error {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	values := make(map[string]bson.D, len(stored))
 	for conv, m := range stored {
 		values[conv] = bson.D{{Key: "max_seq", Value: m.Seq}, {Key: "last_time", Value: m.Time}}
@@ -80,6 +90,11 @@ func (s *Store) RaiseMaxSeqs(ctx context.Context, stored map[string]StoredMax) e
 
 // RaiseMinSeq moves a conversation's min seq up (never down).
 func (s *Store) RaiseMinSeq(ctx context.Context, conversationID string, minSeq int64) error {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	return s.raise(ctx, "raise min seq", map[string]bson.D{conversationID: {{Key: "min_seq", Value: minSeq}}})
 }
 
@@ -123,6 +138,11 @@ func bulkUpsert(ctx context.Context, c *mongo.Collection, op string, models []mo
 // FindConversationSeqs reads the seq documents of the conversations in one $in query.
 // Conversations without a document (no message stored yet) are absent from the map.
 func (s *Store) FindConversationSeqs(ctx context.Context, conversationIDs []string) (map[string]ConversationSeqs, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	out := make(map[string]ConversationSeqs, len(conversationIDs))
 	if len(conversationIDs) == 0 {
 		return out, nil

@@ -41,7 +41,12 @@ func (s *Store) updateSlots(ctx context.Context, op, conversationID string, seqs
 // MarkRead sets is_read on the slots of seqs (single chats: the receiver has read them). The
 // caller picks the seqs, so that a reader's own messages are left alone.
 func (s *Store) MarkRead(ctx context.Context, conversationID string, seqs []int64) error {
-	_, err := s.updateSlots(ctx, "mark read", conversationID, seqs, func(seqs []int64) (bson.D, bson.D) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, err = s.updateSlots(ctx, "mark read", conversationID, seqs, func(seqs []int64) (bson.D, bson.D) {
 		set := bson.D{}
 		for _, seq := range seqs {
 			set = append(set, bson.E{Key: slotPath(seq) + ".is_read", Value: true})
@@ -55,6 +60,11 @@ func (s *Store) MarkRead(ctx context.Context, conversationID string, seqs []int6
 // record. It reports false when there is no message at seq or it was already revoked, so that
 // revoking twice is a no-op.
 func (s *Store) Revoke(ctx context.Context, conversationID string, seq int64, r im.Revoke) (bool, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer done()
 	path := slotPath(seq)
 	n, err := s.updateSlots(ctx, "revoke", conversationID, []int64{seq}, func([]int64) (bson.D, bson.D) {
 		return bson.D{
@@ -68,7 +78,12 @@ func (s *Store) Revoke(ctx context.Context, conversationID string, seq int64, r 
 
 // DeleteForUser hides the messages at seqs from userID only ($addToSet on the slot's del_list).
 func (s *Store) DeleteForUser(ctx context.Context, conversationID string, seqs []int64, userID string) error {
-	_, err := s.updateSlots(ctx, "delete for user", conversationID, seqs, func(seqs []int64) (bson.D, bson.D) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, err = s.updateSlots(ctx, "delete for user", conversationID, seqs, func(seqs []int64) (bson.D, bson.D) {
 		add := bson.D{}
 		for _, seq := range seqs {
 			add = append(add, bson.E{Key: slotPath(seq) + ".del_list", Value: userID})
@@ -82,13 +97,18 @@ func (s *Store) DeleteForUser(ctx context.Context, conversationID string, seqs [
 // StatusDeleted). deleted holds the messages as they were, so the tombstones keep their
 // identity; seqs without a message are skipped by the caller.
 func (s *Store) DeleteForEveryone(ctx context.Context, conversationID string, deleted []*im.Message) error {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	seqs := make([]int64, len(deleted))
 	bySeq := make(map[int64]*im.Message, len(deleted))
 	for i, m := range deleted {
 		seqs[i] = m.Seq
 		bySeq[m.Seq] = m
 	}
-	_, err := s.updateSlots(ctx, "delete for everyone", conversationID, seqs, func(seqs []int64) (bson.D, bson.D) {
+	_, err = s.updateSlots(ctx, "delete for everyone", conversationID, seqs, func(seqs []int64) (bson.D, bson.D) {
 		set := bson.D{}
 		for _, seq := range seqs {
 			set = append(set, bson.E{Key: slotPath(seq), Value: im.Slot{Msg: Tombstone(bySeq[seq]), DelList: []string{}}})

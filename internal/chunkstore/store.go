@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 
 	"github.com/msggate/msggate/internal/im"
 )
@@ -41,6 +44,13 @@ type Store struct {
 	// other processes may write to, serialise them across processes (doc_lock.go).
 	locks  keyLocks
 	leases *leases
+	// admission bounds the operations in flight (Options.Admission); nil: no bound.
+	admission Admitter
+	// ready, when not nil, is closed once a store started in the background is prepared
+	// (background_start.go); stopStart ends the preparation when the Store is closed first.
+	ready       chan struct{}
+	stopStart   context.CancelFunc
+	startFailed atomic.Bool
 }
 
 // Open returns a Store on the database and creates the indexes it relies on. Creating an index
@@ -62,6 +72,14 @@ func open(ctx context.Context, db *mongo.Database, opts Options) (*Store, error)
 
 		userConversations: db.Collection(CollectionUserConversation),
 		outbox:            db.Collection(CollectionOutbox),
+		admission:         opts.Admission,
+	}
+	if opts.StartInBackground {
+		// The preparation outlives Connect's context, and ends with Close.
+		bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+		s.ready, s.stopStart = make(chan struct{}), stop
+		go s.prepareInBackground(bg, db, opts)
+		return s, nil
 	}
 	unique := func(c *mongo.Collection, keys ...string) error {
 		d := bson.D{}
@@ -109,6 +127,11 @@ func (s *Store) Database() *mongo.Database { return s.db }
 
 // Ping checks that MongoDB answers.
 func (s *Store) Ping(ctx context.Context) error {
+	select {
+	case <-s.Ready():
+	default:
+		return im.Unavailable("message store", errStarting)
+	}
 	if err := s.db.Client().Ping(ctx, nil); err != nil {
 		return storeError("ping", err)
 	}
@@ -117,18 +140,26 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // storeError turns a driver error into a domain error: failures a retry may cure become
 // EUNAVAILABLE, the rest stay internal. The operation name goes into the cause for logs.
+//
+// A retry may cure: a store that is down, restarting or too slow, as the driver reports it
+// (network errors, timeouts, no server to select, a wait for a pooled connection that ran
+// out, a closed client), as the server reports it (transientCodes, retryable labels, a command
+// out of its time) or as FerretDB reports its SQLite backend while it starts or stops
+// (ferretTransient).
 func storeError(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	cause := fmt.Errorf("mongodb %s: %w", op, err)
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		mongo.IsNetworkError(err) || mongo.IsTimeout(err) || errors.Is(err, mongo.ErrClientDisconnected) {
+	if im.Transient(err) || mongo.IsNetworkError(err) || mongo.IsTimeout(err) ||
+		errors.Is(err, mongo.ErrClientDisconnected) || errors.Is(err, topology.ErrTopologyClosed) ||
+		errors.As(err, &topology.ServerSelectionError{}) || errors.As(err, &topology.WaitQueueTimeoutError{}) {
 		return im.Unavailable("message store", cause)
 	}
 	var se mongo.ServerError
 	if errors.As(err, &se) && (se.HasErrorLabel("RetryableWriteError") || se.HasErrorLabel("TransientTransactionError") ||
-		se.HasErrorCode(maxTimeMSExpired) || serverDeadline(se)) {
+		se.HasErrorLabel("NetworkError") || slices.ContainsFunc(transientCodes, se.HasErrorCode) ||
+		serverDeadline(se) || ferretTransient(se)) {
 		return im.Unavailable("message store", cause)
 	}
 	return cause
@@ -138,11 +169,42 @@ func storeError(op string, err error) error {
 // gave it (the client timeout is sent along as maxTimeMS).
 const maxTimeMSExpired = 50
 
+// transientCodes are MongoDB's codes for a server that cannot serve now (shutting down,
+// stepping down, out of time, unreachable), as the drivers' retry rules list them.
+var transientCodes = []int{
+	6,  // HostUnreachable
+	7,  // HostNotFound
+	24, // LockTimeout
+	maxTimeMSExpired,
+	89,    // NetworkTimeout
+	91,    // ShutdownInProgress
+	189,   // PrimarySteppedDown
+	262,   // ExceededTimeLimit
+	9001,  // SocketException
+	10107, // NotWritablePrimary
+	11600, // InterruptedAtShutdown
+	11602, // InterruptedDueToReplStateChange
+	13435, // NotPrimaryNoSecondaryOk
+	13436, // NotPrimaryOrSecondary
+}
+
 // serverDeadline reports a FerretDB answer to a command that ran out of its time: FerretDB
 // returns an InternalError that names the context deadline instead of MaxTimeMSExpired. Like
 // a timeout on the wire, it is a store too slow to answer, not a broken request.
 func serverDeadline(se mongo.ServerError) bool {
 	return strings.Contains(se.Error(), context.DeadlineExceeded.Error())
+}
+
+// ferretTransient reports FerretDB's answers while its SQLite backend is busy, starting or
+// closing: InternalErrors that name the backend's state rather than the request.
+func ferretTransient(se mongo.ServerError) bool {
+	msg := se.Error()
+	for _, s := range []string{"database is locked", "SQLITE_BUSY", "sql: database is closed", "context canceled", "connection reset", "broken pipe"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // findAll runs one find and decodes every document it returns.

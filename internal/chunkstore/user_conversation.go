@@ -22,6 +22,11 @@ type UserConversation struct {
 // AddUserConversations puts conversations on users' lists, in one bulk write; entries that
 // exist stay as they are.
 func (s *Store) AddUserConversations(ctx context.Context, entries []UserConversation) error {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if len(entries) == 0 {
 		return nil
 	}
@@ -37,10 +42,15 @@ func (s *Store) AddUserConversations(ctx context.Context, entries []UserConversa
 
 // RemoveUserConversation takes a conversation off the lists of the given users.
 func (s *Store) RemoveUserConversation(ctx context.Context, conversationID string, userIDs []string) error {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if len(userIDs) == 0 {
 		return nil
 	}
-	_, err := s.userConversations.DeleteMany(ctx, bson.D{
+	_, err = s.userConversations.DeleteMany(ctx, bson.D{
 		{Key: "conversation_id", Value: conversationID},
 		{Key: "user_id", Value: bson.D{{Key: "$in", Value: userIDs}}},
 	})
@@ -50,6 +60,11 @@ func (s *Store) RemoveUserConversation(ctx context.Context, conversationID strin
 // FindUserConversations returns the IDs of a user's conversations, at most limit of them, in
 // one query.
 func (s *Store) FindUserConversations(ctx context.Context, userID string, limit int64) ([]string, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	cur, err := s.userConversations.Find(ctx, bson.D{{Key: "user_id", Value: userID}},
 		options.Find().SetLimit(limit).SetProjection(bson.D{{Key: "conversation_id", Value: 1}}))
 	if err != nil {

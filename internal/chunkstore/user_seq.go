@@ -26,11 +26,21 @@ type UserSeqKey struct {
 // RaiseReadSeqs moves read seqs up (never down) for many users and conversations in one bulk
 // write.
 func (s *Store) RaiseReadSeqs(ctx context.Context, readSeqs map[UserSeqKey]int64) error {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	return s.raiseUser(ctx, "raise read seqs", readSeqs, "read_seq")
 }
 
 // RaiseUserMinSeqs moves user min seqs up (never down), for clearing history.
 func (s *Store) RaiseUserMinSeqs(ctx context.Context, minSeqs map[UserSeqKey]int64) error {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	return s.raiseUser(ctx, "raise user min seqs", minSeqs, "min_seq")
 }
 
@@ -58,6 +68,11 @@ func (s *Store) raiseUser(ctx context.Context, op string, values map[UserSeqKey]
 // FindUserSeqs reads the given users' states in one query. Keys without a document (the user
 // never read nor cleared) are absent from the map: their read and min seqs are 0.
 func (s *Store) FindUserSeqs(ctx context.Context, keys []UserSeqKey) (map[UserSeqKey]UserSeqs, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	out := make(map[UserSeqKey]UserSeqs, len(keys))
 	if len(keys) == 0 {
 		return out, nil

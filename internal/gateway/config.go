@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/msggate/msggate/graph"
+	"github.com/msggate/msggate/internal/admission"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
@@ -83,6 +85,14 @@ type Config struct {
 	MaxPendingConnectionsPerAddress int           // WebSocket connections per address before connection_init; default graph.DefaultMaxPendingConnectionsPerAddress
 	ClientIPHeader                  string        // header a proxy in front gives the client address in; empty: the connection's
 
+	// Overload (internal/admission): zero takes the default, negative switches off.
+	StoreConcurrency int           // MongoDB operations in flight per instance; default admission.DefaultMaxInFlight
+	RedisConcurrency int           // Redis round trips in flight per instance; default DefaultRedisConcurrency()
+	AdmissionQueue   int           // operations waiting for each of them; default admission.DefaultMaxQueue
+	AdmissionWait    time.Duration // longest wait for either; default admission.DefaultMaxWait
+	ConnectionRate   float64       // new WebSocket connections a second per instance; default graph.DefaultConnectionRate
+	ConnectionBurst  int           // default graph.DefaultConnectionBurst
+
 	// ChunkMemory bounds the decoded chunks each instance keeps in process, in bytes; default
 	// history.DefaultChunkMemoryBytes, negative switches it off (every read goes to Redis).
 	ChunkMemory int64
@@ -113,6 +123,10 @@ type Config struct {
 	Loaders          graph.LoaderOptions
 }
 
+// DefaultRedisConcurrency is go-redis's default pool size (10 connections per CPU): more round
+// trips at once would wait inside go-redis's pool, where no one sees or refuses them.
+func DefaultRedisConcurrency() int { return 10 * runtime.GOMAXPROCS(0) }
+
 // RegisterFlags registers the gateway's flags on fs, into c, with defaults from the
 // environment. The JWT secret has no flag (a command line is visible to every user of the
 // machine): it is taken from MSGGATE_JWT_SECRET here.
@@ -140,6 +154,12 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxConnectionsPerUser, "ws-per-user", graph.DefaultMaxConnectionsPerUser, "WebSocket connections each user may hold on this instance; negative: no limit")
 	fs.IntVar(&c.MaxPendingConnectionsPerAddress, "ws-pending-per-address", graph.DefaultMaxPendingConnectionsPerAddress, "WebSocket connections each client address may hold before connection_init; negative: no limit")
 	fs.StringVar(&c.ClientIPHeader, "client-ip-header", "", "header in which the proxy in front gives the client's address (X-Forwarded-For, X-Real-IP); only behind such a proxy")
+	fs.IntVar(&c.StoreConcurrency, "store-concurrency", admission.DefaultMaxInFlight, "MongoDB operations this instance runs at once; more wait, and what cannot finish in time is refused with UNAVAILABLE; negative: no limit")
+	fs.IntVar(&c.RedisConcurrency, "redis-concurrency", DefaultRedisConcurrency(), "Redis round trips this instance makes at once (go-redis's pool size); more wait as for the store; negative: no limit")
+	fs.IntVar(&c.AdmissionQueue, "admission-queue", admission.DefaultMaxQueue, "operations that may wait for the store, and for Redis; one more is refused")
+	fs.DurationVar(&c.AdmissionWait, "admission-wait", admission.DefaultMaxWait, "longest an operation waits for the store or Redis; one expected to wait longer is refused at once")
+	fs.Float64Var(&c.ConnectionRate, "ws-accept-rate", graph.DefaultConnectionRate, "new WebSocket connections a second this instance accepts; more are closed with 1013 and a retry hint; negative: no limit")
+	fs.IntVar(&c.ConnectionBurst, "ws-accept-burst", graph.DefaultConnectionBurst, "new WebSocket connections accepted at once after a quiet spell")
 	fs.Int64Var(&c.ChunkMemory, "chunk-memory", history.DefaultChunkMemoryBytes, "bytes of decoded chunks kept in process, served while their conversation's chunks version in Redis is unchanged; negative: off")
 	fs.Int64Var(&c.EventLogMaxLen, "event-log-len", cache.DefaultEventLogMaxLen, "events kept in each user's sync log; an older sync token answers tooLong")
 	fs.DurationVar(&c.EventLogMaxAge, "event-log-age", cache.DefaultEventLogMaxAge, "how long events stay in the sync log")

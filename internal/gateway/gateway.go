@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"os"
 
+	"github.com/msggate/msggate/internal/admission"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
@@ -41,6 +43,9 @@ type Gateway struct {
 	// ChunkMemory is the decoded chunks this instance keeps (Config.ChunkMemory); nil when off,
 	// and in OpenIM mode, whose store changes without telling msggate.
 	ChunkMemory *history.ChunkMemory
+	// StoreAdmission and CacheAdmission bound the work this instance lets through to MongoDB
+	// and Redis and refuse what cannot finish in time (Config.StoreConcurrency, ...).
+	StoreAdmission, CacheAdmission *admission.Limiter
 
 	closers []func() error
 	server  *http.Server
@@ -53,8 +58,19 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 	}
 	// Every line logged with a request's context carries its request_id.
 	logger = ops.WithRequestIDs(logger)
-	opened := &Gateway{Config: cfg, Logger: logger, Metrics: ops.NewMetrics()}
+	opened := &Gateway{Config: cfg, Logger: logger, Metrics: ops.NewMetrics(),
+		StoreAdmission: admission.New(admission.Options{Name: "message store", MaxInFlight: cfg.StoreConcurrency,
+			MaxQueue: cfg.AdmissionQueue, MaxWait: cfg.AdmissionWait}),
+		CacheAdmission: admission.New(admission.Options{Name: "cache", MaxInFlight: cmp.Or(cfg.RedisConcurrency, DefaultRedisConcurrency()),
+			MaxQueue: cfg.AdmissionQueue, MaxWait: cfg.AdmissionWait})}
 	g = opened
+	for name, l := range map[string]*admission.Limiter{"mongodb": opened.StoreAdmission, "redis": opened.CacheAdmission} {
+		opened.Metrics.WatchAdmission(name, func() ops.AdmissionFigures {
+			s := l.Stats()
+			return ops.AdmissionFigures{InFlight: s.InFlight, Queued: s.Queued, MeanServiceTime: s.MeanServiceTime,
+				Admitted: s.Admitted, Refused: s.Refused}
+		})
+	}
 	defer func() {
 		// Each error return sets g to nil; what was opened so far is closed through opened.
 		if err != nil {
@@ -86,6 +102,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 		EventLogMaxAge: cfg.EventLogMaxAge,
 		ObserveCall:    g.Metrics.ObserveRedisCall,
 		OnRoundTrip:    cfg.OnRedisRoundTrip,
+		Admission:      g.CacheAdmission,
 	}); err != nil {
 		return nil, err
 	}
@@ -134,6 +151,13 @@ func (g *Gateway) openStore(ctx context.Context) (err error) {
 		ObserveCommand: g.Metrics.ObserveMongoCommand,
 		OnCommand:      cfg.OnMongoCommand,
 		SoleWriter:     embeddedStore,
+		Admission:      g.StoreAdmission,
+		// A gateway answers at once even when it starts while the store is down or
+		// saturated: what needs the store answers UNAVAILABLE until it is prepared.
+		StartInBackground: true,
+		OnStartFailed: func(err error) {
+			g.Logger.Warn("the message store is not prepared yet; retrying", "err", err)
+		},
 	}); err != nil {
 		return err
 	}
@@ -145,9 +169,18 @@ func (g *Gateway) openStore(ctx context.Context) (err error) {
 		g.Logger.Info("accepting the identity provider's tokens besides msggate's own", "jwks", cfg.IdentityProvider.JWKS,
 			"issuer", cfg.IdentityProvider.Issuer, "audience", cfg.IdentityProvider.Audience, "user_claim", cfg.IdentityProvider.UserClaim)
 	}
-	if g.Store.SharedFerretDB() {
-		g.Logger.Info("the store is FerretDB: every update takes a lease document, so that several gateways can share it safely")
-	}
+	closed := make(chan struct{})
+	g.closers = append(g.closers, func() error { close(closed); return nil })
+	go func(store *chunkstore.Store) {
+		select {
+		case <-store.Ready():
+		case <-closed:
+			return
+		}
+		if store.SharedFerretDB() {
+			g.Logger.Info("the store is FerretDB: every update takes a lease document, so that several gateways can share it safely")
+		}
+	}(g.Store)
 	return nil
 }
 

@@ -281,7 +281,8 @@ func TestRequestIDInLogs(t *testing.T) {
 		case "request failed":
 			sawError = line["level"] == "ERROR" && line["code"] == "UNAVAILABLE"
 		case "request":
-			sawAccess = line["operation"] == "Send" && line["status"] == 200.0
+			// Nothing but "unavailable": 503, with Retry-After (Overload in the README).
+			sawAccess = line["operation"] == "Send" && line["status"] == 503.0
 		}
 	}
 	if !sawError || !sawAccess {

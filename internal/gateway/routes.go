@@ -45,7 +45,13 @@ func (g *Gateway) Handler() http.Handler {
 		MaxConnectionsPerUser:           g.Config.MaxConnectionsPerUser,
 		MaxPendingConnectionsPerAddress: g.Config.MaxPendingConnectionsPerAddress,
 		ClientIPHeader:                  g.Config.ClientIPHeader,
+		ConnectionRate:                  g.Config.ConnectionRate,
+		ConnectionBurst:                 g.Config.ConnectionBurst,
 	}
+	if g.Store != nil {
+		opts.StoreAdmission = g.StoreAdmission
+	}
+	opts.CacheAdmission = g.CacheAdmission
 	mux := http.NewServeMux()
 	mux.Handle("/query", graph.NewHandler(read.resolver, opts))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

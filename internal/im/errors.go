@@ -1,8 +1,13 @@
 package im
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"time"
 )
 
 // Error codes shared by every layer. The GraphQL boundary maps each to one extensions.code.
@@ -76,4 +81,36 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	return "internal error"
+}
+
+// Transient reports whether err says that a store could not be reached or did not answer in
+// time, as opposed to a bug or a refused request: a context that ended, a connection refused,
+// reset or cut (EOF), a network timeout. Adapters add what only their driver can tell; the
+// GraphQL boundary uses it for errors that reached it without a code, so that an outage never
+// reads as INTERNAL.
+func Transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true // a dial or read that failed: *net.OpError, *net.DNSError, timeouts
+	}
+	var hinted interface{ RetryHint() time.Duration }
+	return errors.As(err, &hinted) // an admission refusal
+}
+
+// RetryHint is the retry hint err carries (an admission refusal's), or 0.
+func RetryHint(err error) time.Duration {
+	var hinted interface{ RetryHint() time.Duration }
+	if errors.As(err, &hinted) {
+		return hinted.RetryHint()
+	}
+	return 0
 }

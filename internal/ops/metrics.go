@@ -3,6 +3,7 @@ package ops
 import (
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -229,4 +230,35 @@ func (m *Metrics) WatchChunkMemory(figures func() ChunkMemoryFigures) {
 		gauge("msggate_chunk_memory_chunks", "Decoded chunks held in process.",
 			func(f ChunkMemoryFigures) float64 { return float64(f.Chunks) }),
 	)
+}
+
+// AdmissionFigures are what a dependency's admission limiter reports at a scrape.
+type AdmissionFigures struct {
+	InFlight, Queued  int
+	MeanServiceTime   time.Duration
+	Admitted, Refused int64
+}
+
+// WatchAdmission exports the admission limiter of one dependency ("mongodb", "redis") as
+// msggate_admission_in_flight, _queued, _service_seconds (the mean an operation holds a slot)
+// and the counters _admitted_total and _refused_total, read at each scrape.
+func (m *Metrics) WatchAdmission(dependency string, figures func() AdmissionFigures) {
+	labels := prometheus.Labels{"dependency": dependency}
+	gauge := func(name, help string, v func(AdmissionFigures) float64) {
+		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "msggate_admission_" + name, Help: help, ConstLabels: labels,
+		}, func() float64 { return v(figures()) }))
+	}
+	counter := func(name, help string, v func(AdmissionFigures) float64) {
+		m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "msggate_admission_" + name, Help: help, ConstLabels: labels,
+		}, func() float64 { return v(figures()) }))
+	}
+	gauge("in_flight", "Operations this instance runs on the dependency now.", func(f AdmissionFigures) float64 { return float64(f.InFlight) })
+	gauge("queued", "Operations waiting for a slot of the dependency.", func(f AdmissionFigures) float64 { return float64(f.Queued) })
+	gauge("service_seconds", "Mean time an operation holds a slot of the dependency (recent operations weigh most).",
+		func(f AdmissionFigures) float64 { return f.MeanServiceTime.Seconds() })
+	counter("admitted_total", "Operations let through to the dependency.", func(f AdmissionFigures) float64 { return float64(f.Admitted) })
+	counter("refused_total", "Operations refused because the dependency could not finish them in time (UNAVAILABLE with a retry hint).",
+		func(f AdmissionFigures) float64 { return float64(f.Refused) })
 }

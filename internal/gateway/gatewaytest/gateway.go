@@ -133,6 +133,15 @@ func Open(t testing.TB, cfg gateway.Config, logger *slog.Logger) *gateway.Gatewa
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = gw.Close() })
+	if gw.Store != nil {
+		// The gateway prepares its store in the background; tests start from a prepared one
+		// (TestStartsWhileTheStoreIsDown does not).
+		select {
+		case <-gw.Store.Ready():
+		case <-ctx.Done():
+			t.Fatal("the gateway's store was not prepared within a minute")
+		}
+	}
 	return gw
 }
 

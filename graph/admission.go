@@ -1,0 +1,200 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/msggate/msggate/internal/admission"
+	"github.com/msggate/msggate/internal/im"
+)
+
+// How the gateway refuses work it cannot finish in time (overload) and answers outages:
+//
+//   - Each dependency has an admission limiter below graph (internal/admission, wired into
+//     chunkstore and cache), which refuses an operation at once when the work queued before
+//     it cannot finish within its request's time. The refusal is EUNAVAILABLE with a retry
+//     hint.
+//   - Before an operation runs, admissionCheck asks the limiters whether they would take
+//     more work now, so that a request is refused before it has done anything: every
+//     operation asks Redis's, mutations and the catch-up reads (syncState, syncDifference)
+//     the store's too. A warm read needs no store, so it is not refused for the store's queue.
+//     An operation let in this way is committed: its store operations are not refused for
+//     waiting longer than the admission wait, only for its own deadline.
+//   - Every UNAVAILABLE error carries extensions.retryAfterMs (the refusal's hint, else
+//     DefaultRetryAfter). Over POST, an answer whose errors include UNAVAILABLE and whose
+//     root fields all failed is HTTP 503 with Retry-After (whole seconds, rounded up); over
+//     WebSocket the error payload carries the same extensions.
+//   - New WebSocket connections are paced (HandlerOptions.ConnectionRate): one over the rate is
+//     closed at connection_init with CloseTryAgainLater and the hint in the reason.
+
+// DefaultRetryAfter is the retry hint of an UNAVAILABLE error that carries none of its own (a
+// store that is down rather than busy): long enough for a restart to make progress, short
+// enough that a device notices a recovery soon. Clients add jitter.
+const DefaultRetryAfter = time.Second
+
+// Admitter tells whether a dependency would take one more operation with ctx's deadline now
+// (*admission.Limiter is one): nil, or a refusal carrying a retry hint (RetryHint).
+type Admitter interface {
+	Check(ctx context.Context) error
+}
+
+// Defaults of the WebSocket connection pacing (HandlerOptions.ConnectionRate, ConnectionBurst).
+const (
+	DefaultConnectionRate  = 50
+	DefaultConnectionBurst = 100
+)
+
+// retryAfter is the retry hint of an UNAVAILABLE error: its own, else DefaultRetryAfter.
+func retryAfter(err error) time.Duration {
+	if d := im.RetryHint(err); d > 0 {
+		return d
+	}
+	return DefaultRetryAfter
+}
+
+// setRetryAfter is the one place a retry hint becomes the Retry-After header: whole seconds,
+// rounded up, so that a client never comes back before the hint.
+func setRetryAfter(w http.ResponseWriter, d time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(d.Seconds())))))
+}
+
+// unavailableError is the GraphQL error of a refusal or outage.
+func unavailableError(message string, retry time.Duration) *gqlerror.Error {
+	return &gqlerror.Error{Message: message, Extensions: map[string]any{
+		"code": CodeUnavailable, "retryAfterMs": retry.Milliseconds()}}
+}
+
+// unavailableStatus reports whether an answer is "come back later" as a whole: one of its
+// errors is UNAVAILABLE and no root field has a value. It returns the longest hint among them.
+func unavailableStatus(r *graphql.Response) (time.Duration, bool) {
+	var longest time.Duration
+	found := false
+	for _, e := range r.Errors {
+		if code, _ := e.Extensions["code"].(string); code != CodeUnavailable {
+			continue
+		}
+		found = true
+		if ms, ok := e.Extensions["retryAfterMs"].(int64); ok {
+			longest = max(longest, time.Duration(ms)*time.Millisecond)
+		}
+	}
+	if !found || !noRootValue(r.Data) {
+		return 0, false
+	}
+	return max(longest, time.Millisecond), true
+}
+
+// noRootValue reports whether data holds no value: absent, null, or every root field null.
+func noRootValue(data json.RawMessage) bool {
+	if len(data) == 0 || string(data) == "null" {
+		return true
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(data, &fields) != nil {
+		return false
+	}
+	for _, v := range fields {
+		if string(v) != "null" {
+			return false
+		}
+	}
+	return true
+}
+
+// admissionCheck refuses an operation before it runs when a dependency it needs has more work
+// queued than it could finish within the operation's time.
+type admissionCheck struct {
+	store, cache Admitter
+	timeout      time.Duration
+	o            HandlerOptions
+}
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.OperationInterceptor
+} = admissionCheck{}
+
+func (admissionCheck) ExtensionName() string { return "AdmissionCheck" }
+
+func (admissionCheck) Validate(graphql.ExecutableSchema) error { return nil }
+
+// InterceptOperation refuses the operation, or lets it in as committed work
+// (admission.Committed): its later store operations wait for their turn up to its deadline
+// rather than being refused half-way, which would waste what it did before.
+func (a admissionCheck) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	opCtx := graphql.GetOperationContext(ctx)
+	if opCtx.Operation == nil {
+		return next(ctx)
+	}
+	// The request's deadline is kept aside until its root fields run (withDeadline,
+	// connectionOperations): the check takes it from there.
+	deadline, ok := ctx.Value(deadlineKey{}).(time.Time)
+	if !ok && a.timeout > 0 {
+		deadline, ok = time.Now().Add(a.timeout), true
+	}
+	if !ok {
+		return next(ctx)
+	}
+	cctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	check := func(name string, dep Admitter) *gqlerror.Error {
+		if dep == nil {
+			return nil
+		}
+		err := dep.Check(cctx)
+		if err == nil {
+			return nil
+		}
+		a.o.countRefusal(limitOverload)
+		retry := retryAfter(err)
+		gerr := unavailableError(fmt.Sprintf("the %s is overloaded: retry in %v", name, retry.Round(time.Millisecond)), retry)
+		return gerr
+	}
+	refused := check("cache", a.cache)
+	store := needsStore(opCtx.Operation)
+	if refused == nil && store {
+		refused = check("message store", a.store)
+	}
+	if refused != nil {
+		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{refused}})
+	}
+	if store {
+		ctx = admission.Committed(ctx)
+	}
+	return next(ctx)
+}
+
+// needsStore reports whether an operation will ask the store for sure: a mutation, or a
+// catch-up read, which the devices of a reconnect storm all make at once.
+func needsStore(op *ast.OperationDefinition) bool {
+	if op.Operation == ast.Mutation {
+		return true
+	}
+	for _, sel := range op.SelectionSet {
+		if f, ok := sel.(*ast.Field); ok && (f.Name == "syncState" || f.Name == "syncDifference") {
+			return true
+		}
+	}
+	return false
+}
+
+// refuseForNow closes a WebSocket connection at connection_init because new connections come
+// faster than this instance accepts them: close code CloseTryAgainLater, with the hint in the
+// reason as "retryAfterMs=<n>" (a close frame has no other place for it).
+func refuseForNow(ctx context.Context, retry time.Duration) (context.Context, *transport.InitPayload, error) {
+	retry = max(retry, time.Millisecond)
+	ctx = transport.WithWebsocketCloseCode(ctx, CloseTryAgainLater)
+	reason := fmt.Sprintf("try again later: too many new connections; retryAfterMs=%d", retry.Milliseconds())
+	return transport.AppendCloseReason(ctx, reason), nil, errors.New(reason)
+}

@@ -1,0 +1,74 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/msggate/msggate/internal/admission"
+	"github.com/msggate/msggate/internal/im"
+)
+
+// Ensure an answer is 503 exactly when it is nothing but "come back later": an UNAVAILABLE
+// error and no root field with a value; the longest hint wins.
+func TestUnavailableStatus(t *testing.T) {
+	unavailable := func(ms int64) *gqlerror.Error { return unavailableError("x", time.Duration(ms)*time.Millisecond) }
+	other := &gqlerror.Error{Message: "no", Extensions: map[string]any{"code": CodeBadUserInput}}
+	for _, c := range []struct {
+		name   string
+		data   string
+		errs   gqlerror.List
+		want   bool
+		wantMs int64
+	}{
+		{"no data", "", gqlerror.List{unavailable(1500), unavailable(300)}, true, 1500},
+		{"null root fields", `{"a":null,"b":null}`, gqlerror.List{unavailable(200)}, true, 200},
+		{"one root field answered", `{"a":null,"b":{"x":1}}`, gqlerror.List{unavailable(200)}, false, 0},
+		{"no UNAVAILABLE", "null", gqlerror.List{other}, false, 0},
+		{"no error", `{"a":1}`, nil, false, 0},
+	} {
+		got, ok := unavailableStatus(&graphql.Response{Data: json.RawMessage(c.data), Errors: c.errs})
+		if ok != c.want || (ok && got != time.Duration(c.wantMs)*time.Millisecond) {
+			t.Errorf("%s: %v %v, want %v %vms", c.name, got, ok, c.want, c.wantMs)
+		}
+	}
+	w := httptest.NewRecorder()
+	setRetryAfter(w, 1001*time.Millisecond)
+	if h := w.Header().Get("Retry-After"); h != "2" {
+		t.Errorf("Retry-After for 1.001 s: %q, want 2 (rounded up)", h)
+	}
+}
+
+// Ensure the presenter answers every outage as UNAVAILABLE with a retry hint, the refusal's
+// own when it has one, and keeps INTERNAL for bugs.
+func TestPresenterOutages(t *testing.T) {
+	present := errorPresenter(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	refusal := &admission.RefusedError{Name: "message store", RetryAfter: 1234 * time.Millisecond}
+	for _, c := range []struct {
+		name   string
+		err    error
+		code   string
+		hintMs int64
+	}{
+		{"an admission refusal", &im.Error{Code: im.EUNAVAILABLE, Message: "message store is overloaded", Cause: refusal}, CodeUnavailable, 1234},
+		{"a store down", im.Unavailable("message store", errors.New("dial")), CodeUnavailable, DefaultRetryAfter.Milliseconds()},
+		{"a context that ended, without a code", fmt.Errorf("load: %w", context.DeadlineExceeded), CodeUnavailable, DefaultRetryAfter.Milliseconds()},
+		{"a cut connection, without a code", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), CodeUnavailable, DefaultRetryAfter.Milliseconds()},
+		{"a bug", errors.New("index out of range"), CodeInternal, 0},
+	} {
+		gerr := present(context.Background(), c.err)
+		hint, _ := gerr.Extensions["retryAfterMs"].(int64)
+		if gerr.Extensions["code"] != c.code || hint != c.hintMs {
+			t.Errorf("%s: %v, want code %s, retryAfterMs %d", c.name, gerr.Extensions, c.code, c.hintMs)
+		}
+	}
+}
