@@ -296,6 +296,9 @@ const (
 	gqlparserTokenLimit  = "exceeded token limit of "
 )
 
+// timeoutRetryAfter is the retry hint of a request that ran out of its time.
+const timeoutRetryAfter = 2 * time.Second
+
 // presentLimits gives every refusal by a limit the code LIMIT_EXCEEDED: gqlgen's complexity
 // and parser-token errors, and store failures of a request that ran out of its time (which
 // would otherwise read as UNAVAILABLE or INTERNAL, and be logged as failures).
@@ -304,6 +307,9 @@ func presentLimits(next graphql.ErrorPresenterFunc, timeout time.Duration, logge
 		if errors.Is(context.Cause(ctx), errRequestTimeout) && isServerFault(err) {
 			logger.WarnContext(ctx, "request timed out", "timeout", timeout, "path", graphql.GetPath(ctx).String(), "err", err)
 			gerr := limitError(limitTimeout, "the request did not finish within %v", timeout)
+			// The stores were too slow for it: like a refusal, it says when to ask again, so
+			// that clients back off instead of asking at once.
+			gerr.Extensions["retryAfterMs"] = timeoutRetryAfter.Milliseconds()
 			gerr.Path = graphql.GetPath(ctx)
 			if prev, ok := errors.AsType[*gqlerror.Error](err); ok && prev.Path != nil {
 				gerr.Path = prev.Path

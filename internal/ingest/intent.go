@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
 	imsync "github.com/msggate/msggate/internal/sync"
 )
@@ -33,18 +34,60 @@ func holds(slot *im.Slot, m chunkstore.IntentMessage) bool {
 }
 
 // FinishIntent finishes a change whose writer left its intent behind (see Relay): what the
-// store shows of it is made visible and announced. Reads and clears are the ledger's.
-func (in *Ingester) FinishIntent(ctx context.Context, it chunkstore.Intent) (imsync.IntentOutcome, error) {
+// store shows of it is made visible and announced. Reads and clears are the ledger's. chunks
+// is where the slots of sends, revokes and deletes are read: the store, or what a relay read
+// from it for a whole batch of intents at once (intentChunks).
+func (in *Ingester) FinishIntent(ctx context.Context, chunks history.ChunkSource, it chunkstore.Intent) (imsync.IntentOutcome, error) {
 	switch it.Kind {
 	case chunkstore.IntentSend:
-		return in.finishSendIntent(ctx, it)
+		return in.finishSendIntent(ctx, chunks, it)
 	case chunkstore.IntentRevoke, chunkstore.IntentDelete:
-		return in.finishSlotIntent(ctx, it)
+		return in.finishSlotIntent(ctx, chunks, it)
 	}
 	return in.ledger.FinishIntent(ctx, it)
 }
 
-func (in *Ingester) finishSendIntent(ctx context.Context, it chunkstore.Intent) (imsync.IntentOutcome, error) {
+// intentDocIDs names the chunks that finishing the intents reads.
+func intentDocIDs(its []chunkstore.Intent) []string {
+	var ids []string
+	for _, it := range its {
+		for _, m := range it.Messages {
+			ids = append(ids, im.DocID(m.ConversationID, m.Seq))
+		}
+		if it.Kind == chunkstore.IntentRevoke || it.Kind == chunkstore.IntentDelete {
+			ids = append(ids, docIDsOf(it.ConversationID, it.Seqs)...)
+		}
+	}
+	return dedupe(ids)
+}
+
+// intentChunks reads, in one store read, the chunks that finishing the intents needs, and
+// serves them: a relay that finds many intents after an outage must not add a read per intent
+// to a store that is just coming back.
+func (in *Ingester) intentChunks(ctx context.Context, its []chunkstore.Intent) (history.ChunkSource, error) {
+	ids := intentDocIDs(its)
+	found, err := in.store.FindChunks(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*im.Chunk, len(ids))
+	for i, id := range ids {
+		byID[id] = found[i]
+	}
+	return history.ChunkFunc(func(_ context.Context, docIDs []string) ([]*im.Chunk, error) {
+		out := make([]*im.Chunk, len(docIDs))
+		for i, id := range docIDs {
+			c, ok := byID[id]
+			if !ok {
+				return nil, im.Errorf(im.EINTERNAL, "chunk %s was not read for the relay", id)
+			}
+			out[i] = c
+		}
+		return out, nil
+	}), nil
+}
+
+func (in *Ingester) finishSendIntent(ctx context.Context, chunks history.ChunkSource, it chunkstore.Intent) (imsync.IntentOutcome, error) {
 	byConv := map[string][]chunkstore.IntentMessage{}
 	var convs []string
 	for _, m := range it.Messages {
@@ -62,7 +105,7 @@ func (in *Ingester) finishSendIntent(ctx context.Context, it chunkstore.Intent) 
 		for i, m := range ms {
 			seqs[i] = m.Seq
 		}
-		slots, err := in.readSlots(ctx, conv, seqs)
+		slots, err := history.Slots(ctx, chunks, conv, seqs)
 		if err != nil {
 			return imsync.IntentPending, err
 		}
@@ -88,12 +131,12 @@ func (in *Ingester) finishSendIntent(ctx context.Context, it chunkstore.Intent) 
 
 // finishSlotIntent finishes a revoke or a delete: the seqs whose slots show the change are
 // announced, once all of them do, or once the intent is too old for the rest to come.
-func (in *Ingester) finishSlotIntent(ctx context.Context, it chunkstore.Intent) (imsync.IntentOutcome, error) {
+func (in *Ingester) finishSlotIntent(ctx context.Context, chunks history.ChunkSource, it chunkstore.Intent) (imsync.IntentOutcome, error) {
 	conv, err := im.ParseConversationID(it.ConversationID)
 	if err != nil {
 		return imsync.IntentDone, err
 	}
-	slots, err := in.readSlots(ctx, conv.ID, it.Seqs)
+	slots, err := history.Slots(ctx, chunks, conv.ID, it.Seqs)
 	if err != nil {
 		return imsync.IntentPending, err
 	}

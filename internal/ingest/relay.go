@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/msggate/msggate/internal/chunkstore"
 	imsync "github.com/msggate/msggate/internal/sync"
 )
 
@@ -14,10 +15,12 @@ type RelayOptions struct {
 	// Interval is how often the outbox is looked at for intents past their Due. Default 1s,
 	// each wait drawn between half and one and a half of it, so instances do not look at once.
 	Interval time.Duration
-	// Batch bounds the intents taken per look. Default 100.
+	// Batch bounds the intents taken per look; their chunks are read in one store read.
+	// Default 50.
 	Batch int
 	// Retry is how long an intent taken is left alone before it is tried again, by this
-	// instance or another, when finishing it failed (Redis or the store down). Default 5s.
+	// instance or another, when finishing it failed (Redis or the store down), doubling with
+	// each try up to a minute; and how long one look may take. Default 5s.
 	Retry time.Duration
 	// Logger receives what was finished and what failed. Default slog.Default().
 	Logger *slog.Logger
@@ -39,7 +42,7 @@ func NewRelay(in *Ingester, opts RelayOptions) *Relay {
 		opts.Interval = time.Second
 	}
 	if opts.Batch <= 0 {
-		opts.Batch = 100
+		opts.Batch = 50
 	}
 	if opts.Retry <= 0 {
 		opts.Retry = 5 * time.Second
@@ -79,20 +82,30 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	if due, err = r.in.ledger.Orphaned(ctx, due); err != nil || len(due) == 0 {
 		return 0, err
 	}
-	finished := 0
+	var claimed []chunkstore.Intent
 	for _, it := range due {
-		if ctx.Err() != nil {
-			return finished, ctx.Err()
-		}
-		ok, err := r.in.store.ClaimIntent(ctx, it, now.Add(r.opts.Retry))
+		// Each failed try doubles the wait before the next, up to a minute: an intent that
+		// cannot be finished now (its store or Redis is down) costs little while it waits.
+		ok, err := r.in.store.ClaimIntent(ctx, it, now.Add(min(r.opts.Retry<<min(it.Tries, 4), time.Minute)))
 		if err != nil {
-			return finished, err
+			return 0, err
 		}
-		if !ok {
-			continue // another instance took it
+		if ok { // else another instance took it
+			claimed = append(claimed, it)
 		}
-		tctx, cancel := context.WithTimeout(ctx, r.opts.Retry)
-		out, err := r.in.FinishIntent(tctx, it)
+	}
+	if len(claimed) == 0 {
+		return 0, nil
+	}
+	tctx, cancel := context.WithTimeout(ctx, r.opts.Retry)
+	defer cancel()
+	chunks, err := r.in.intentChunks(tctx, claimed)
+	if err != nil {
+		return 0, err
+	}
+	finished := 0
+	for _, it := range claimed {
+		out, err := r.in.FinishIntent(tctx, chunks, it)
 		if out == imsync.IntentDone {
 			if err != nil {
 				// An intent that can never be finished (one this version cannot read) must
@@ -101,7 +114,6 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 			}
 			err = r.in.store.DropIntent(tctx, it.ID)
 		}
-		cancel()
 		if err != nil && ctx.Err() != nil {
 			return finished, ctx.Err() // the instance is closing
 		}

@@ -22,8 +22,10 @@ import (
 const DefaultIntentHandoff = 5 * time.Second
 
 // IntentGrace is how long after its creation an intent whose change the store does not show
-// is kept, in case the change is still on its way (a store command that outlived its caller).
-const IntentGrace = 2 * time.Minute
+// is kept, in case the change is still on its way: a store command sent before its writer
+// stopped, which the store may still be running. The store gives up a command at its
+// caller's deadline (maxTimeMS), at most the request's 30 s.
+const IntentGrace = 45 * time.Second
 
 // ErrWriterStopped is what an injected fault returns (Options.Fault): the writer stops where it
 // is, as if its process had died there.
