@@ -39,6 +39,11 @@ type Store struct {
 	// other processes may write to, serialise them across processes (doc_lock.go).
 	locks  keyLocks
 	leases *leases
+	// ferret: the server is FerretDB, which answers only bare _id filters without a scan
+	// (natural_keys.go).
+	ferret bool
+	// natural says per collection whether documents are keyed by natural _id.
+	natural keyLayout
 }
 
 // Open returns a Store on the database and creates the indexes it relies on. Creating an index
@@ -86,14 +91,16 @@ func open(ctx context.Context, db *mongo.Database, opts Options) (*Store, error)
 			return nil, storeError("create indexes", err)
 		}
 	}
-	if !opts.SoleWriter {
-		ferret, err := isFerretDB(ctx, db.Client())
-		if err != nil {
-			return nil, err
-		}
-		if ferret {
-			s.leases = newLeases(db, cmp.Or(opts.LockLease, DefaultLockLease))
-		}
+	ferret, err := isFerretDB(ctx, db.Client())
+	if err != nil {
+		return nil, err
+	}
+	s.ferret = ferret
+	if ferret && !opts.SoleWriter {
+		s.leases = newLeases(db, cmp.Or(opts.LockLease, DefaultLockLease))
+	}
+	if s.natural, err = openLayout(ctx, db); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
