@@ -11,7 +11,7 @@ import (
 
 // chunkCond is a condition on a chunk's slots in the two forms a conditional write needs: a
 // filter, which MongoDB checks atomically with the write, and the same test in Go. On FerretDB
-// a filter of more than a bare _id makes every update scan the whole collection
+// a filter of more than a bare _id makes every update decode the whole collection
 // (natural_keys.go), and FerretDB does not apply it atomically anyway (doc_lock.go); there the
 // chunk is read by _id under the document's lock, tested in Go, and written by _id, which the
 // lock makes as safe as FerretDB's own read, change and write back.

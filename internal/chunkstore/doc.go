@@ -2,9 +2,9 @@
 //
 // Collections (field names follow OpenIM where OpenIM has the same concept). Each document's
 // _id is the key msggate looks it up by (natural_keys.go), written beside OpenIM's fields, so
-// FerretDB finds it without scanning the collection and OpenIM-style readers still find it by
-// field; a collection written by an earlier msggate version keeps its ObjectID _ids and is read
-// by field:
+// FerretDB hands the lookup to SQLite instead of decoding the whole collection, and OpenIM-style
+// readers still find it by field; a collection written by an earlier msggate version keeps its
+// ObjectID _ids and is read by field:
 //
 //	msg            one document per chunk of im.ChunkSize seqs:
 //	               {_id: doc_id, doc_id: "<conversationID>:<index>", msgs: [100 x slot]}; unique
@@ -39,7 +39,8 @@
 // Only operations that both MongoDB 6+ and FerretDB 1.24 support are used: CRUD with $set,
 // $addToSet, $max, $inc, $setOnInsert, upserts, $in, sort and limit, unique indexes and
 // duplicate-key errors. No transactions, aggregation slices or change streams. On FerretDB only a
-// filter that is exactly {_id: <string>} is answered without a scan, so there many documents are
-// read by concurrent finds by _id rather than one $in, and a conditional update of a chunk is
+// filter that is exactly {_id: <string>} is left to SQLite (every other one is matched in Go on
+// every document), so there a few documents are read by concurrent finds by _id rather than one
+// $in, and a conditional update of a chunk is
 // tested on the chunk read under the document's lock (conditional_update.go).
 package chunkstore

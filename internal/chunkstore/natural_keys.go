@@ -17,12 +17,16 @@ import (
 //
 // FerretDB 1.24 on SQLite hands a filter to SQLite only when it is exactly {_id: <string or
 // ObjectID>} (backends/sqlite/collection.go; a find drops dotted keys first, an update or a
-// delete does not). Every other filter, $in on _id included, makes it read and decode every
-// document of the collection and match them in Go, so each lookup by doc_id or conversation_id
-// cost in proportion to everything else stored. So msggate gives its documents the key it
-// looks them up by as their _id, and keeps OpenIM's field names beside it (doc_id,
-// conversation_id, user_id, ...), with their unique indexes, for readers that know only the
-// fields:
+// delete does not). Every other filter, $in on _id included, makes FerretDB read every
+// document of the collection, decode it into its own types in Go and match it there. Even the
+// _id filter is no index lookup: SQLite's plan is a SCAN (the WHERE clause's
+// _ferretdb_sjson->'$._id' is not the expression the _id index was built on), but SQLite
+// extracts the _id from each row's text itself, many times faster than FerretDB's decoding,
+// and a find or update of one document stops at the row that matches. That is the cheapest
+// lookup FerretDB 1.24 has, so msggate gives its documents the key it looks them up by as
+// their _id, and keeps OpenIM's field names beside it (doc_id, conversation_id, user_id, ...),
+// with their unique indexes, for readers that know only the fields (and for MongoDB, where
+// either is an index lookup):
 //
 //	msg               _id = doc_id ("<conversationID>:<index>")
 //	seq               _id = conversation_id
@@ -63,8 +67,8 @@ type layoutDoc struct {
 // openLayout decides each collection's layout. A recorded layout stands. Without a record, an
 // empty collection is new: it is recorded as natural before anything is written to it. A
 // collection with documents but no record was written by an earlier version, which knew no
-// record, so it is read by its fields. Both checks are lookups SQLite answers directly (by
-// _id; a find with no filter and a limit), so opening costs the same on any store size.
+// record, so it is read by its fields. Both checks stop at the first row (a find by _id; a
+// find with no filter and a limit, which SQLite ends after one row).
 func openLayout(ctx context.Context, db *mongo.Database) (keyLayout, error) {
 	layouts := db.Collection(CollectionLayout)
 	out := keyLayout{}
@@ -100,7 +104,8 @@ func openLayout(ctx context.Context, db *mongo.Database) (keyLayout, error) {
 }
 
 // LegacyCollections names the collections that hold documents of an earlier msggate version
-// and are therefore read by their fields (a scan on FerretDB); the gateway says so at start.
+// and are therefore read by their fields (on FerretDB, a decode of the whole collection per
+// lookup).
 func (s *Store) LegacyCollections() []string {
 	var out []string
 	for _, c := range keyedCollections {
@@ -131,13 +136,20 @@ func (s *Store) keyFilter(coll, id string, fields bson.D) bson.D {
 // maxPointReads bounds the finds by _id one call sends at a time on FerretDB.
 const maxPointReads = 8
 
+// maxPointReadsPerCall is where one $in beats finds by _id on FerretDB: each find is SQLite
+// reading the collection's rows up to the match (half of them on average), and the $in is
+// FerretDB decoding all of them once, which measured about 15 times as costly per row
+// (BenchmarkColdHistoryRead: in-id against id).
+const maxPointReadsPerCall = 16
+
 // findByIDs reads the documents with the given _ids. On MongoDB that is one $in query, which
-// the _id index answers. On FerretDB, which would scan for the $in, it is one find per _id,
-// sent concurrently, so the caller waits about one round trip for a handful of documents.
-// Absent documents are simply not in the answer.
+// the _id index answers. On FerretDB, whose $in decodes the whole collection, it is one find
+// per _id, sent concurrently, so the caller waits about one round trip for a handful of
+// documents; past maxPointReadsPerCall of them, one $in again. Absent documents are simply
+// not in the answer.
 func findByIDs[T any](ctx context.Context, s *Store, c *mongo.Collection, op string, ids []string) ([]T, error) {
 	ids = distinct(ids)
-	if !s.ferret {
+	if !s.ferret || len(ids) > maxPointReadsPerCall {
 		return findAll[T](ctx, c, op, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
 	}
 	found := make([]*T, len(ids))
@@ -186,7 +198,7 @@ func distinct(ids []string) []string {
 
 // deleteByIDs deletes the documents with the given _ids in one delete command of one
 // statement per _id: each statement's filter is a bare _id, which FerretDB hands to SQLite,
-// where a single $in would make it scan.
+// where a single $in would make it decode the whole collection.
 func deleteByIDs(ctx context.Context, c *mongo.Collection, op string, ids []string) (int64, error) {
 	ids = distinct(ids)
 	if len(ids) == 0 {
