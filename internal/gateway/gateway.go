@@ -137,6 +137,11 @@ func (g *Gateway) openStore(ctx context.Context) (err error) {
 		return err
 	}
 	g.closers = append(g.closers, func() error { return g.Store.Close(context.Background()) })
+	if embeddedStore { // now that the collections exist: without it FerretDB scans for every _id
+		if err := embedded.IndexIDs(ctx, cfg.DataDir); err != nil {
+			return err
+		}
+	}
 	if cfg.IdentityProvider.JWKS != "" {
 		if g.IdentityProvider, err = auth.NewIdentityProvider(ctx, cfg.IdentityProvider.options()); err != nil {
 			return fmt.Errorf("identity provider (-jwks): %w", err)
