@@ -18,15 +18,18 @@ import (
 // FerretDB 1.24 on SQLite hands a filter to SQLite only when it is exactly {_id: <string or
 // ObjectID>} (backends/sqlite/collection.go; a find drops dotted keys first, an update or a
 // delete does not). Every other filter, $in on _id included, makes FerretDB read every
-// document of the collection, decode it into its own types in Go and match it there. Even the
-// _id filter is no index lookup: SQLite's plan is a SCAN (the WHERE clause's
-// _ferretdb_sjson->'$._id' is not the expression the _id index was built on), but SQLite
-// extracts the _id from each row's text itself, many times faster than FerretDB's decoding,
-// and a find or update of one document stops at the row that matches. That is the cheapest
-// lookup FerretDB 1.24 has, so msggate gives its documents the key it looks them up by as
-// their _id, and keeps OpenIM's field names beside it (doc_id, conversation_id, user_id, ...),
-// with their unique indexes, for readers that know only the fields (and for MongoDB, where
-// either is an index lookup):
+// document of the collection, decode it into its own types in Go and match it there. The _id
+// filter becomes WHERE _ferretdb_sjson->'$._id' = ?, which FerretDB's own _id index (on
+// _ferretdb_sjson->"_id", another expression to SQLite) cannot answer: a SCAN of the table.
+// msggate's embedded store therefore gets an SQLite index on exactly that expression
+// (embedded.IndexIDs, at start), and then a lookup by _id is an index SEARCH whose cost does
+// not grow with the collection (BenchmarkColdHistoryRead). Without that index (a FerretDB
+// msggate reaches by URI and cannot index) SQLite still extracts the _id from each row's text
+// itself, many times faster than FerretDB's decoding, and a find or update of one document
+// stops at the row that matches. Either way it is the cheapest lookup FerretDB 1.24 has, so
+// msggate gives its documents the key it looks them up by as their _id, and keeps OpenIM's
+// field names beside it (doc_id, conversation_id, user_id, ...), with their unique indexes,
+// for readers that know only the fields (and for MongoDB, where either is an index lookup):
 //
 //	msg               _id = doc_id ("<conversationID>:<index>")
 //	seq               _id = conversation_id
@@ -136,10 +139,12 @@ func (s *Store) keyFilter(coll, id string, fields bson.D) bson.D {
 // maxPointReads bounds the finds by _id one call sends at a time on FerretDB.
 const maxPointReads = 8
 
-// maxPointReadsPerCall is where one $in beats finds by _id on FerretDB: each find is SQLite
-// reading the collection's rows up to the match (half of them on average), and the $in is
-// FerretDB decoding all of them once, which measured about 15 times as costly per row
-// (BenchmarkColdHistoryRead: in-id against id).
+// maxPointReadsPerCall is where one $in may beat finds by _id on FerretDB. It was measured
+// without the _id index embedded.IndexIDs adds (a FerretDB msggate reaches by URI lacks it):
+// there each find is SQLite reading the collection's rows up to the match (half of them on
+// average), and the $in is FerretDB decoding all of them once, about 15 times as costly per
+// row. With the index a find costs the same on any collection and the $in still decodes all
+// of it, so there the bound is conservative.
 const maxPointReadsPerCall = 16
 
 // findByIDs reads the documents with the given _ids. On MongoDB that is one $in query, which
