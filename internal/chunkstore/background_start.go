@@ -42,7 +42,9 @@ func (s *Store) prepareInBackground(ctx context.Context, db *mongo.Database, opt
 	for {
 		prepared, err := open(ctx, db, opts)
 		if err == nil {
-			s.leases = prepared.leases
+			// What the preparation learnt of the server and the collections' layout; the
+			// Store's operations read it only after ready is closed.
+			s.leases, s.ferret, s.natural = prepared.leases, prepared.ferret, prepared.natural
 			close(s.ready)
 			return
 		}

@@ -9,7 +9,8 @@ import (
 	"github.com/msggate/msggate/internal/im"
 )
 
-// FindChunks reads the chunks with the given doc IDs in one $in query. The result is aligned
+// FindChunks reads the chunks with the given doc IDs: by _id where chunks have natural keys
+// (findByIDs), else in one $in query on doc_id. The result is aligned
 // with docIDs: result[i] is the chunk docIDs[i] names, or nil when no such document exists.
 // Whole chunks are read on purpose: FerretDB supports no $slice projection, and a page of
 // history needs most of a chunk anyway.
@@ -23,7 +24,12 @@ func (s *Store) FindChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, e
 	if len(docIDs) == 0 {
 		return out, nil
 	}
-	found, err := findAll[*im.Chunk](ctx, s.chunks, "find chunks", bson.D{{Key: "doc_id", Value: bson.D{{Key: "$in", Value: docIDs}}}})
+	var found []*im.Chunk
+	if s.natural[CollectionChunks] {
+		found, err = findByIDs[*im.Chunk](ctx, s, s.chunks, "find chunks", docIDs)
+	} else {
+		found, err = findAll[*im.Chunk](ctx, s.chunks, "find chunks", bson.D{{Key: "doc_id", Value: bson.D{{Key: "$in", Value: docIDs}}}})
+	}
 	if err != nil {
 		return nil, err
 	}

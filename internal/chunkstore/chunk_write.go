@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sort"
-	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -111,6 +110,23 @@ func (s *Store) writeChunk(ctx context.Context, docID string, msgs []*im.Message
 		}
 		pending = nil
 	}
+	// settle sorts the pending messages by what the chunk holds in their slots: retries
+	// (AlreadyStored) and collisions (Taken) are done, empty slots stay pending.
+	settle := func(chunk *im.Chunk) {
+		still := pending[:0]
+		for _, i := range pending {
+			slot := chunk.Slot(msgs[i].Seq)
+			switch {
+			case slot == nil || slot.Msg == nil:
+				still = append(still, i)
+			case im.SameMessage(slot.Msg, msgs[i]):
+				outcomes[i] = AlreadyStored
+			default:
+				outcomes[i] = Taken
+			}
+		}
+		pending = still
+	}
 	for attempt := 0; attempt < 3*maxWriteAttempts && len(pending) > 0; attempt++ {
 		switch step {
 		case stepInsert:
@@ -123,15 +139,22 @@ func (s *Store) writeChunk(ctx context.Context, docID string, msgs []*im.Message
 			}
 			step = stepUpdate // someone created the chunk first: update it instead
 		case stepUpdate:
-			matched, err := s.setEmptySlots(ctx, docID, msgs, pending)
+			res, err := s.setEmptySlots(ctx, docID, msgs, pending)
 			if err != nil {
 				return err
 			}
-			if matched {
+			switch {
+			case res.matched:
 				stored()
+			case res.read && res.chunk == nil:
+				step = stepInsert
+			case res.read:
+				// The chunk read to test the slots tells what the read step would.
+				settle(res.chunk)
+			default:
+				// No match: the chunk does not exist, or a target slot is no longer empty.
+				step = stepRead
 			}
-			// No match: the chunk does not exist, or a target slot is no longer empty.
-			step = stepRead
 		case stepRead:
 			chunk, err := s.findChunk(ctx, docID)
 			if err != nil {
@@ -141,19 +164,7 @@ func (s *Store) writeChunk(ctx context.Context, docID string, msgs []*im.Message
 				step = stepInsert
 				continue
 			}
-			still := pending[:0]
-			for _, i := range pending {
-				slot := chunk.Slot(msgs[i].Seq)
-				switch {
-				case slot == nil || slot.Msg == nil:
-					still = append(still, i)
-				case im.SameMessage(slot.Msg, msgs[i]):
-					outcomes[i] = AlreadyStored
-				default:
-					outcomes[i] = Taken
-				}
-			}
-			pending = still
+			settle(chunk)
 			step = stepUpdate
 		}
 	}
@@ -163,10 +174,20 @@ func (s *Store) writeChunk(ctx context.Context, docID string, msgs []*im.Message
 	return nil
 }
 
+// chunkDoc is a chunk as inserted: keyed by its doc ID where chunks have natural keys, else
+// with the ObjectID the driver makes up, as earlier versions inserted them.
+type chunkDoc struct {
+	ID       string `bson:"_id,omitempty"`
+	im.Chunk `bson:",inline"`
+}
+
 // insertChunk inserts the chunk with all slots allocated and the pending messages in place. It
 // reports false when the chunk already exists (duplicate key on doc_id).
 func (s *Store) insertChunk(ctx context.Context, docID string, msgs []*im.Message, pending []int) (bool, error) {
-	c := im.NewChunk(docID)
+	c := chunkDoc{Chunk: *im.NewChunk(docID)}
+	if s.natural[CollectionChunks] {
+		c.ID = docID
+	}
 	for _, i := range pending {
 		c.Slots[im.SlotIndex(msgs[i].Seq)].Msg = msgs[i]
 	}
@@ -182,29 +203,19 @@ func (s *Store) insertChunk(ctx context.Context, docID string, msgs []*im.Messag
 
 // setEmptySlots writes the pending messages into their slots in one update that matches only
 // while every one of those slots is empty.
-func (s *Store) setEmptySlots(ctx context.Context, docID string, msgs []*im.Message, pending []int) (bool, error) {
-	filter := bson.D{{Key: "doc_id", Value: docID}}
+func (s *Store) setEmptySlots(ctx context.Context, docID string, msgs []*im.Message, pending []int) (chunkUpdate, error) {
+	seqs := make([]int64, len(pending))
 	set := bson.D{}
-	for _, i := range pending {
-		path := "msgs." + strconv.Itoa(im.SlotIndex(msgs[i].Seq))
-		filter = append(filter, bson.E{Key: path + ".msg", Value: nil})
-		set = append(set, bson.E{Key: path, Value: im.Slot{Msg: msgs[i], DelList: []string{}}})
+	for j, i := range pending {
+		seqs[j] = msgs[i].Seq
+		set = append(set, bson.E{Key: slotPath(msgs[i].Seq), Value: im.Slot{Msg: msgs[i], DelList: []string{}}})
 	}
-	lctx, unlock, err := s.lockDocs(ctx, CollectionChunks, docID)
-	if err != nil {
-		return false, err
-	}
-	res, err := s.chunks.UpdateOne(lctx, filter, bson.D{{Key: "$set", Value: set}})
-	unlock()
-	if err != nil {
-		return false, storeError("write slots", err)
-	}
-	return res.MatchedCount == 1, nil
+	return s.updateChunk(ctx, "write slots", docID, slotsEmpty(seqs), bson.D{{Key: "$set", Value: set}})
 }
 
 func (s *Store) findChunk(ctx context.Context, docID string) (*im.Chunk, error) {
 	var c im.Chunk
-	err := s.chunks.FindOne(ctx, bson.D{{Key: "doc_id", Value: docID}}).Decode(&c)
+	err := s.chunks.FindOne(ctx, s.chunkFilter(docID, nil)).Decode(&c)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, nil
 	}

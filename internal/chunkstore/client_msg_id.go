@@ -16,11 +16,21 @@ type ClientMsgKey struct {
 }
 
 type clientMsgDoc struct {
+	// ID is the natural key where the collection has them; any, since an earlier version's
+	// documents, read back here, carry ObjectIDs.
+	ID           any `bson:"_id,omitempty"`
 	ClientMsgKey `bson:",inline"`
 	Seq          int64 `bson:"seq"`
 }
 
-// FindClientMsgSeqs returns the seqs already given to the keys, in one query. Keys never seen
+func (k ClientMsgKey) id() (string, error) { return pairKey(k.ConversationID, k.ClientMsgID) }
+
+func (k ClientMsgKey) fields() bson.D {
+	return bson.D{{Key: "conversation_id", Value: k.ConversationID}, {Key: "client_msg_id", Value: k.ClientMsgID}}
+}
+
+// FindClientMsgSeqs returns the seqs already given to the keys: by _id (findByIDs), or in one
+// query by field in a collection of an earlier version. Keys never seen
 // are absent from the map.
 func (s *Store) FindClientMsgSeqs(ctx context.Context, keys []ClientMsgKey) (map[ClientMsgKey]int64, error) {
 	ctx, done, err := s.admit(ctx)
@@ -34,12 +44,23 @@ func (s *Store) FindClientMsgSeqs(ctx context.Context, keys []ClientMsgKey) (map
 	}
 	want := make(map[ClientMsgKey]bool, len(keys))
 	pairs := make([][2]string, len(keys))
+	ids := make([]string, len(keys))
 	for i, k := range keys {
 		want[k] = true
 		pairs[i] = [2]string{k.ConversationID, k.ClientMsgID}
+		id, err := k.id()
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
 	}
-	docs, err := findAll[clientMsgDoc](ctx, s.clientMsgIDs, "find client message ids",
-		pairFilter("conversation_id", "client_msg_id", pairs))
+	var docs []clientMsgDoc
+	if s.natural[CollectionClientMsgID] {
+		docs, err = findByIDs[clientMsgDoc](ctx, s, s.clientMsgIDs, "find client message ids", ids)
+	} else {
+		docs, err = findAll[clientMsgDoc](ctx, s.clientMsgIDs, "find client message ids",
+			pairFilter("conversation_id", "client_msg_id", pairs))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +89,15 @@ func (s *Store) ClaimClientMsgIDs(ctx context.Context, claims map[ClientMsgKey]i
 	docs := make([]any, 0, len(claims))
 	keys := make([]ClientMsgKey, 0, len(claims))
 	for k, seq := range claims {
-		docs = append(docs, clientMsgDoc{ClientMsgKey: k, Seq: seq})
+		d := clientMsgDoc{ClientMsgKey: k, Seq: seq}
+		if s.natural[CollectionClientMsgID] {
+			id, err := k.id()
+			if err != nil {
+				return nil, err
+			}
+			d.ID = id
+		}
+		docs = append(docs, d)
 		keys = append(keys, k)
 	}
 	_, err = s.clientMsgIDs.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
@@ -105,8 +134,11 @@ func (s *Store) MoveClientMsgSeq(ctx context.Context, k ClientMsgKey, seq int64)
 		return err
 	}
 	defer done()
-	_, err = s.clientMsgIDs.UpdateOne(ctx,
-		bson.D{{Key: "conversation_id", Value: k.ConversationID}, {Key: "client_msg_id", Value: k.ClientMsgID}},
+	id, err := k.id()
+	if err != nil {
+		return err
+	}
+	_, err = s.clientMsgIDs.UpdateOne(ctx, s.keyFilter(CollectionClientMsgID, id, k.fields()),
 		bson.D{{Key: "$set", Value: bson.D{{Key: "seq", Value: seq}}}})
 	return storeError("move client message id", err)
 }

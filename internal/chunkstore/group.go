@@ -26,9 +26,18 @@ func (s *Store) SetGroupMembers(ctx context.Context, groupID string, members []G
 	models := make([]mongo.WriteModel, 0, len(members))
 	for _, m := range members {
 		ids = append(ids, m.UserID)
+		id, err := pairKey(groupID, m.UserID)
+		if err != nil {
+			return err
+		}
+		fields := bson.D{{Key: "group_id", Value: groupID}, {Key: "user_id", Value: m.UserID}}
+		update := bson.D{{Key: "$set", Value: bson.D{{Key: "role", Value: m.Role}}}}
+		if s.natural[CollectionGroupMember] {
+			update = append(update, bson.E{Key: "$setOnInsert", Value: fields})
+		}
 		models = append(models, mongo.NewUpdateOneModel().
-			SetFilter(bson.D{{Key: "group_id", Value: groupID}, {Key: "user_id", Value: m.UserID}}).
-			SetUpdate(bson.D{{Key: "$set", Value: bson.D{{Key: "role", Value: m.Role}}}}).
+			SetFilter(s.keyFilter(CollectionGroupMember, id, fields)).
+			SetUpdate(update).
 			SetUpsert(true))
 	}
 	if len(models) > 0 {
@@ -43,8 +52,9 @@ func (s *Store) SetGroupMembers(ctx context.Context, groupID string, members []G
 	return storeError("remove group members", err)
 }
 
-// FindGroupMemberships returns, for each group, userID's membership, in one query. Groups the
-// user is not in are absent from the map.
+// FindGroupMemberships returns, for each group, userID's membership: by _id (findByIDs), or in
+// one query by field in a collection of an earlier version. Groups the user is not in are
+// absent from the map.
 func (s *Store) FindGroupMemberships(ctx context.Context, userID string, groupIDs []string) (map[string]GroupMember, error) {
 	ctx, done, err := s.admit(ctx)
 	if err != nil {
@@ -55,10 +65,21 @@ func (s *Store) FindGroupMemberships(ctx context.Context, userID string, groupID
 	if len(groupIDs) == 0 {
 		return out, nil
 	}
-	docs, err := findAll[GroupMember](ctx, s.groupMembers, "find group members", bson.D{
-		{Key: "group_id", Value: bson.D{{Key: "$in", Value: groupIDs}}},
-		{Key: "user_id", Value: userID},
-	})
+	var docs []GroupMember
+	if s.natural[CollectionGroupMember] {
+		ids := make([]string, len(groupIDs))
+		for i, g := range groupIDs {
+			if ids[i], err = pairKey(g, userID); err != nil {
+				return nil, err
+			}
+		}
+		docs, err = findByIDs[GroupMember](ctx, s, s.groupMembers, "find group members", ids)
+	} else {
+		docs, err = findAll[GroupMember](ctx, s.groupMembers, "find group members", bson.D{
+			{Key: "group_id", Value: bson.D{{Key: "$in", Value: groupIDs}}},
+			{Key: "user_id", Value: userID},
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +89,8 @@ func (s *Store) FindGroupMemberships(ctx context.Context, userID string, groupID
 	return out, nil
 }
 
-// GroupMembers returns every member of a group.
+// GroupMembers returns every member of a group. It is a query by group_id, which FerretDB
+// answers with a scan of the collection: no single _id names a group's members.
 func (s *Store) GroupMembers(ctx context.Context, groupID string) ([]GroupMember, error) {
 	ctx, done, err := s.admit(ctx)
 	if err != nil {

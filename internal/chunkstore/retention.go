@@ -2,7 +2,6 @@ package chunkstore
 
 import (
 	"context"
-	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -88,6 +87,9 @@ func (s *Store) DeleteChunks(ctx context.Context, docIDs []string) (int64, error
 		return 0, err
 	}
 	defer unlock()
+	if s.natural[CollectionChunks] {
+		return deleteByIDs(ctx, s.chunks, "delete chunks", docIDs)
+	}
 	res, err := s.chunks.DeleteMany(ctx, bson.D{{Key: "doc_id", Value: bson.D{{Key: "$in", Value: docIDs}}}})
 	if err != nil {
 		return 0, storeError("delete chunks", err)
@@ -112,19 +114,10 @@ func (s *Store) DeleteChunkIfEmptyAbove(ctx context.Context, conversationID stri
 		return false, err
 	}
 	docID := im.DocID(conversationID, seq)
-	filter := bson.D{{Key: "doc_id", Value: docID}}
+	var above []int64
 	for slot := im.SlotIndex(seq) + 1; slot < im.ChunkSize; slot++ {
-		// null also matches a missing field, so a damaged short chunk counts as empty there.
-		filter = append(filter, bson.E{Key: "msgs." + strconv.Itoa(slot) + ".msg", Value: nil})
+		above = append(above, seq+int64(slot-im.SlotIndex(seq)))
 	}
-	ctx, unlock, err := s.lockDocs(ctx, CollectionChunks, docID)
-	if err != nil {
-		return false, err
-	}
-	defer unlock()
-	res, err := s.chunks.DeleteOne(ctx, filter)
-	if err != nil {
-		return false, storeError("delete chunk", err)
-	}
-	return res.DeletedCount == 1, nil
+	// null also matches a missing field, so a damaged short chunk counts as empty there.
+	return s.deleteChunk(ctx, "delete chunk", docID, slotsEmpty(above))
 }

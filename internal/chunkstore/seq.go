@@ -57,8 +57,8 @@ func (s *Store) updateSeqDoc(ctx context.Context, conversationID, op string, v i
 			return ConversationSeqs{}, lerr
 		}
 		err = s.seqs.FindOneAndUpdate(lctx,
-			bson.D{{Key: "conversation_id", Value: conversationID}},
-			bson.D{{Key: op, Value: bson.D{{Key: "reserved_seq", Value: v}}}},
+			s.seqFilter(conversationID),
+			s.seqUpdate(conversationID, bson.E{Key: op, Value: bson.D{{Key: "reserved_seq", Value: v}}}),
 			options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After),
 		).Decode(&doc)
 		unlock()
@@ -108,8 +108,8 @@ func (s *Store) raise(ctx context.Context, op string, values map[string]bson.D) 
 	for conv, fields := range values {
 		convs = append(convs, conv)
 		models = append(models, mongo.NewUpdateOneModel().
-			SetFilter(bson.D{{Key: "conversation_id", Value: conv}}).
-			SetUpdate(bson.D{{Key: "$max", Value: fields}}).
+			SetFilter(s.seqFilter(conv)).
+			SetUpdate(s.seqUpdate(conv, bson.E{Key: "$max", Value: fields})).
 			SetUpsert(true))
 	}
 	ctx, unlock, err := s.lockDocs(ctx, CollectionSeqs, convs...)
@@ -118,6 +118,22 @@ func (s *Store) raise(ctx context.Context, op string, values map[string]bson.D) 
 	}
 	defer unlock()
 	return bulkUpsert(ctx, s.seqs, op, models)
+}
+
+// seqFilter finds a conversation's seq document.
+func (s *Store) seqFilter(conversationID string) bson.D {
+	return s.keyFilter(CollectionSeqs, conversationID, bson.D{{Key: "conversation_id", Value: conversationID}})
+}
+
+// seqUpdate is an upsert's update of a seq document. Found by _id, a new document gets its
+// _id from the filter and its conversation_id from $setOnInsert; found by field, it gets the
+// field from the filter.
+func (s *Store) seqUpdate(conversationID string, op bson.E) bson.D {
+	u := bson.D{op}
+	if s.natural[CollectionSeqs] {
+		u = append(u, bson.E{Key: "$setOnInsert", Value: bson.D{{Key: "conversation_id", Value: conversationID}}})
+	}
+	return u
 }
 
 // bulkUpsert runs upserts in one unordered bulk write. Two concurrent upserts of the same new
@@ -135,7 +151,8 @@ func bulkUpsert(ctx context.Context, c *mongo.Collection, op string, models []mo
 	return storeError(op, err)
 }
 
-// FindConversationSeqs reads the seq documents of the conversations in one $in query.
+// FindConversationSeqs reads the seq documents of the conversations: by _id (findByIDs), or in
+// one $in query on conversation_id in a collection of an earlier version.
 // Conversations without a document (no message stored yet) are absent from the map.
 func (s *Store) FindConversationSeqs(ctx context.Context, conversationIDs []string) (map[string]ConversationSeqs, error) {
 	ctx, done, err := s.admit(ctx)
@@ -147,7 +164,12 @@ func (s *Store) FindConversationSeqs(ctx context.Context, conversationIDs []stri
 	if len(conversationIDs) == 0 {
 		return out, nil
 	}
-	docs, err := findAll[ConversationSeqs](ctx, s.seqs, "find seqs", bson.D{{Key: "conversation_id", Value: bson.D{{Key: "$in", Value: conversationIDs}}}})
+	var docs []ConversationSeqs
+	if s.natural[CollectionSeqs] {
+		docs, err = findByIDs[ConversationSeqs](ctx, s, s.seqs, "find seqs", conversationIDs)
+	} else {
+		docs, err = findAll[ConversationSeqs](ctx, s.seqs, "find seqs", bson.D{{Key: "conversation_id", Value: bson.D{{Key: "$in", Value: conversationIDs}}}})
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -16,24 +16,20 @@ const StatusDeleted = im.DeletedMessageStatus
 
 func slotPath(seq int64) string { return "msgs." + strconv.Itoa(im.SlotIndex(seq)) }
 
-// updateSlots runs one update per chunk touched by seqs; build returns the filter additions and
-// the update document for the seqs of one chunk.
+// updateSlots runs one update per chunk touched by seqs; build returns the condition (zero for
+// none) and the update document for the seqs of one chunk. It reports how many chunks changed.
 func (s *Store) updateSlots(ctx context.Context, op, conversationID string, seqs []int64,
-	build func(seqs []int64) (filter bson.D, update bson.D)) (int64, error) {
+	build func(seqs []int64) (cond chunkCond, update bson.D)) (int64, error) {
 	var modified int64
 	for _, g := range im.GroupSeqsByDocID(conversationID, seqs) {
-		extra, update := build(g.Seqs)
-		filter := append(bson.D{{Key: "doc_id", Value: g.DocID}}, extra...)
-		lctx, unlock, err := s.lockDocs(ctx, CollectionChunks, g.DocID)
+		cond, update := build(g.Seqs)
+		res, err := s.updateChunk(ctx, op, g.DocID, cond, update)
 		if err != nil {
 			return modified, err
 		}
-		res, err := s.chunks.UpdateOne(lctx, filter, update)
-		unlock()
-		if err != nil {
-			return modified, storeError(op, err)
+		if res.modified {
+			modified++
 		}
-		modified += res.ModifiedCount
 	}
 	return modified, nil
 }
@@ -46,12 +42,12 @@ func (s *Store) MarkRead(ctx context.Context, conversationID string, seqs []int6
 		return err
 	}
 	defer done()
-	_, err = s.updateSlots(ctx, "mark read", conversationID, seqs, func(seqs []int64) (bson.D, bson.D) {
+	_, err = s.updateSlots(ctx, "mark read", conversationID, seqs, func(seqs []int64) (chunkCond, bson.D) {
 		set := bson.D{}
 		for _, seq := range seqs {
 			set = append(set, bson.E{Key: slotPath(seq) + ".is_read", Value: true})
 		}
-		return nil, bson.D{{Key: "$set", Value: set}}
+		return chunkCond{}, bson.D{{Key: "$set", Value: set}}
 	})
 	return err
 }
@@ -66,10 +62,16 @@ func (s *Store) Revoke(ctx context.Context, conversationID string, seq int64, r 
 	}
 	defer done()
 	path := slotPath(seq)
-	n, err := s.updateSlots(ctx, "revoke", conversationID, []int64{seq}, func([]int64) (bson.D, bson.D) {
-		return bson.D{
-				{Key: path + ".msg", Value: bson.D{{Key: "$ne", Value: nil}}},
-				{Key: path + ".revoke", Value: nil},
+	n, err := s.updateSlots(ctx, "revoke", conversationID, []int64{seq}, func([]int64) (chunkCond, bson.D) {
+		return chunkCond{
+				filter: bson.D{
+					{Key: path + ".msg", Value: bson.D{{Key: "$ne", Value: nil}}},
+					{Key: path + ".revoke", Value: nil},
+				},
+				holds: func(c *im.Chunk) bool {
+					slot := c.Slot(seq)
+					return slot != nil && slot.Msg != nil && slot.Revoke == nil
+				},
 			},
 			bson.D{{Key: "$set", Value: bson.D{{Key: path + ".revoke", Value: r}}}}
 	})
@@ -83,12 +85,12 @@ func (s *Store) DeleteForUser(ctx context.Context, conversationID string, seqs [
 		return err
 	}
 	defer done()
-	_, err = s.updateSlots(ctx, "delete for user", conversationID, seqs, func(seqs []int64) (bson.D, bson.D) {
+	_, err = s.updateSlots(ctx, "delete for user", conversationID, seqs, func(seqs []int64) (chunkCond, bson.D) {
 		add := bson.D{}
 		for _, seq := range seqs {
 			add = append(add, bson.E{Key: slotPath(seq) + ".del_list", Value: userID})
 		}
-		return nil, bson.D{{Key: "$addToSet", Value: add}}
+		return chunkCond{}, bson.D{{Key: "$addToSet", Value: add}}
 	})
 	return err
 }
@@ -108,12 +110,12 @@ func (s *Store) DeleteForEveryone(ctx context.Context, conversationID string, de
 		seqs[i] = m.Seq
 		bySeq[m.Seq] = m
 	}
-	_, err = s.updateSlots(ctx, "delete for everyone", conversationID, seqs, func(seqs []int64) (bson.D, bson.D) {
+	_, err = s.updateSlots(ctx, "delete for everyone", conversationID, seqs, func(seqs []int64) (chunkCond, bson.D) {
 		set := bson.D{}
 		for _, seq := range seqs {
 			set = append(set, bson.E{Key: slotPath(seq), Value: im.Slot{Msg: Tombstone(bySeq[seq]), DelList: []string{}}})
 		}
-		return nil, bson.D{{Key: "$set", Value: set}}
+		return chunkCond{}, bson.D{{Key: "$set", Value: set}}
 	})
 	return err
 }

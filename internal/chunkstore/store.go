@@ -51,6 +51,11 @@ type Store struct {
 	ready       chan struct{}
 	stopStart   context.CancelFunc
 	startFailed atomic.Bool
+	// ferret: the server is FerretDB, which answers only bare _id filters without a scan
+	// (natural_keys.go).
+	ferret bool
+	// natural says per collection whether documents are keyed by natural _id.
+	natural keyLayout
 }
 
 // Open returns a Store on the database and creates the indexes it relies on. Creating an index
@@ -110,14 +115,16 @@ func open(ctx context.Context, db *mongo.Database, opts Options) (*Store, error)
 	if err := createOutboxIndex(ctx, s.outbox); err != nil {
 		return nil, storeError("create indexes", err)
 	}
-	if !opts.SoleWriter {
-		ferret, err := isFerretDB(ctx, db.Client())
-		if err != nil {
-			return nil, err
-		}
-		if ferret {
-			s.leases = newLeases(db, cmp.Or(opts.LockLease, DefaultLockLease))
-		}
+	ferret, err := isFerretDB(ctx, db.Client())
+	if err != nil {
+		return nil, err
+	}
+	s.ferret = ferret
+	if ferret && !opts.SoleWriter {
+		s.leases = newLeases(db, cmp.Or(opts.LockLease, DefaultLockLease))
+	}
+	if s.natural, err = openLayout(ctx, db); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -32,9 +32,14 @@ func (s *Store) AddUserConversations(ctx context.Context, entries []UserConversa
 	}
 	models := make([]mongo.WriteModel, 0, len(entries))
 	for _, e := range entries {
+		id, err := pairKey(e.UserID, e.ConversationID)
+		if err != nil {
+			return err
+		}
+		fields := bson.D{{Key: "user_id", Value: e.UserID}, {Key: "conversation_id", Value: e.ConversationID}}
 		models = append(models, mongo.NewUpdateOneModel().
-			SetFilter(bson.D{{Key: "user_id", Value: e.UserID}, {Key: "conversation_id", Value: e.ConversationID}}).
-			SetUpdate(bson.D{{Key: "$setOnInsert", Value: bson.D{{Key: "user_id", Value: e.UserID}}}}).
+			SetFilter(s.keyFilter(CollectionUserConversation, id, fields)).
+			SetUpdate(bson.D{{Key: "$setOnInsert", Value: fields}}).
 			SetUpsert(true))
 	}
 	return bulkUpsert(ctx, s.userConversations, "add user conversations", models)
@@ -50,6 +55,18 @@ func (s *Store) RemoveUserConversation(ctx context.Context, conversationID strin
 	if len(userIDs) == 0 {
 		return nil
 	}
+	if s.natural[CollectionUserConversation] {
+		ids := make([]string, len(userIDs))
+		for i, u := range userIDs {
+			id, err := pairKey(u, conversationID)
+			if err != nil {
+				return err
+			}
+			ids[i] = id
+		}
+		_, err = deleteByIDs(ctx, s.userConversations, "remove user conversations", ids)
+		return err
+	}
 	_, err = s.userConversations.DeleteMany(ctx, bson.D{
 		{Key: "conversation_id", Value: conversationID},
 		{Key: "user_id", Value: bson.D{{Key: "$in", Value: userIDs}}},
@@ -58,7 +75,8 @@ func (s *Store) RemoveUserConversation(ctx context.Context, conversationID strin
 }
 
 // FindUserConversations returns the IDs of a user's conversations, at most limit of them, in
-// one query.
+// one query by user_id: a list, which FerretDB answers with a scan of the collection (the
+// cached list in Redis spares most reads of it).
 func (s *Store) FindUserConversations(ctx context.Context, userID string, limit int64) ([]string, error) {
 	ctx, done, err := s.admit(ctx)
 	if err != nil {

@@ -51,10 +51,19 @@ func (s *Store) raiseUser(ctx context.Context, op string, values map[UserSeqKey]
 	models := make([]mongo.WriteModel, 0, len(values))
 	keys := make([]string, 0, len(values))
 	for k, v := range values {
-		keys = append(keys, k.ConversationID+"|"+k.UserID)
+		id, err := pairKey(k.ConversationID, k.UserID)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, id)
+		fields := bson.D{{Key: "conversation_id", Value: k.ConversationID}, {Key: "user_id", Value: k.UserID}}
+		update := bson.D{{Key: "$max", Value: bson.D{{Key: field, Value: v}}}}
+		if s.natural[CollectionUserSeqs] {
+			update = append(update, bson.E{Key: "$setOnInsert", Value: fields})
+		}
 		models = append(models, mongo.NewUpdateOneModel().
-			SetFilter(bson.D{{Key: "conversation_id", Value: k.ConversationID}, {Key: "user_id", Value: k.UserID}}).
-			SetUpdate(bson.D{{Key: "$max", Value: bson.D{{Key: field, Value: v}}}}).
+			SetFilter(s.keyFilter(CollectionUserSeqs, id, fields)).
+			SetUpdate(update).
 			SetUpsert(true))
 	}
 	ctx, unlock, err := s.lockDocs(ctx, CollectionUserSeqs, keys...)
@@ -65,7 +74,8 @@ func (s *Store) raiseUser(ctx context.Context, op string, values map[UserSeqKey]
 	return bulkUpsert(ctx, s.userSeqs, op, models)
 }
 
-// FindUserSeqs reads the given users' states in one query. Keys without a document (the user
+// FindUserSeqs reads the given users' states: by _id (findByIDs), or in one query by field in
+// a collection of an earlier version. Keys without a document (the user
 // never read nor cleared) are absent from the map: their read and min seqs are 0.
 func (s *Store) FindUserSeqs(ctx context.Context, keys []UserSeqKey) (map[UserSeqKey]UserSeqs, error) {
 	ctx, done, err := s.admit(ctx)
@@ -79,11 +89,22 @@ func (s *Store) FindUserSeqs(ctx context.Context, keys []UserSeqKey) (map[UserSe
 	}
 	want := make(map[UserSeqKey]bool, len(keys))
 	pairs := make([][2]string, len(keys))
+	ids := make([]string, len(keys))
 	for i, k := range keys {
 		want[k] = true
 		pairs[i] = [2]string{k.ConversationID, k.UserID}
+		id, err := pairKey(k.ConversationID, k.UserID)
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
 	}
-	docs, err := findAll[UserSeqs](ctx, s.userSeqs, "find user seqs", pairFilter("conversation_id", "user_id", pairs))
+	var docs []UserSeqs
+	if s.natural[CollectionUserSeqs] {
+		docs, err = findByIDs[UserSeqs](ctx, s, s.userSeqs, "find user seqs", ids)
+	} else {
+		docs, err = findAll[UserSeqs](ctx, s.userSeqs, "find user seqs", pairFilter("conversation_id", "user_id", pairs))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,7 @@
 // Package embedded runs in-process stand-ins for MongoDB (FerretDB on SQLite)
-// and Redis (miniredis) so that msggate can start without external servers.
+// and Redis (miniredis) so that msggate can start without external servers, and gives
+// FerretDB's SQLite tables the index its lookups by _id need (IndexIDs; without it every such
+// lookup scans the whole collection).
 package embedded
 
 import (
@@ -8,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/FerretDB/FerretDB/ferretdb"
@@ -27,7 +28,7 @@ func StartFerretDB(ctx context.Context, dataDir string, logger *slog.Logger) (ur
 // StartFerretDBOn is StartFerretDB listening on addr: a fixed port lets a process that runs
 // it be stopped and started again at the same address.
 func StartFerretDBOn(ctx context.Context, dataDir, addr string, logger *slog.Logger) (uri string, stop func() error, err error) {
-	dir, err := filepath.Abs(filepath.Join(dataDir, "ferretdb"))
+	dir, err := ferretDBDir(dataDir)
 	if err != nil {
 		return "", nil, err
 	}

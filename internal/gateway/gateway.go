@@ -169,13 +169,22 @@ func (g *Gateway) openStore(ctx context.Context) (err error) {
 		g.Logger.Info("accepting the identity provider's tokens besides msggate's own", "jwks", cfg.IdentityProvider.JWKS,
 			"issuer", cfg.IdentityProvider.Issuer, "audience", cfg.IdentityProvider.Audience, "user_claim", cfg.IdentityProvider.UserClaim)
 	}
-	closed := make(chan struct{})
-	g.closers = append(g.closers, func() error { close(closed); return nil })
+	closing, stopPreparing := context.WithCancel(context.Background())
+	prepared := make(chan struct{})
+	g.closers = append(g.closers, func() error { stopPreparing(); <-prepared; return nil })
 	go func(store *chunkstore.Store) {
+		defer close(prepared)
 		select {
 		case <-store.Ready():
-		case <-closed:
+		case <-closing.Done():
 			return
+		}
+		if embeddedStore {
+			// Now that the collections exist: without this index FerretDB's SQLite scans a
+			// whole table for every lookup by _id.
+			if err := embedded.IndexIDs(closing, cfg.DataDir); err != nil && closing.Err() == nil {
+				g.Logger.Warn("indexing the embedded store's _id failed; lookups scan", "err", err)
+			}
 		}
 		if store.SharedFerretDB() {
 			g.Logger.Info("the store is FerretDB: every update takes a lease document, so that several gateways can share it safely")

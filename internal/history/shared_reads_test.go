@@ -70,7 +70,8 @@ func TestSharedChunkReads(t *testing.T) {
 	}
 
 	// Five readers at version 7 and one at version 8, the first read held back until all
-	// have arrived.
+	// have arrived. Counting starts here: opening the store looked at the collection once.
+	finds.Store(0)
 	hold.Store(true)
 	out := make(chan result, 6)
 	go read(ctx, "7", out)

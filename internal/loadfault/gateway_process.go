@@ -206,3 +206,24 @@ func (p *gatewayProcess) scrapeStats(ctx context.Context, client *http.Client) (
 	}
 	return st, sc.Err()
 }
+
+// waitReady waits until the gateway answers /readyz: its store is prepared (collections and
+// indexes made), which a gateway that answers /healthz may not be yet.
+func (p *gatewayProcess) waitReady(ctx context.Context, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	client := &http.Client{Timeout: time.Second}
+	for {
+		if resp, err := client.Get(p.URL() + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not answer /readyz within %s", p.name, within)
+		}
+		if !sleepCtx(ctx, 100*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+}

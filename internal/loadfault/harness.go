@@ -88,6 +88,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		defer g.stop(10 * time.Second)
 		p.gateways = append(p.gateways, g)
 	}
+	// Once the gateways have made their collections, index _id as msggate's embedded store has it.
+	for _, g := range p.gateways {
+		if err := g.waitReady(ctx, time.Minute); err != nil {
+			return nil, err
+		}
+	}
+	if err := storeServer.IndexIDs(chunkstore.DefaultDatabase); err != nil {
+		return nil, err
+	}
 	urls := make([]string, instances)
 	for i, g := range p.gateways {
 		urls[i] = g.URL()

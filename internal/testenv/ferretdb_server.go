@@ -14,8 +14,8 @@ import (
 // load (testenv.Mongo's server is shared by a whole test binary and never restarts). Its data
 // survives restarts; it dies with the process that started it.
 type FerretDBServer struct {
-	bin, dataDir string
-	port         int
+	ferretDBFiles
+	port int
 
 	mu   sync.Mutex
 	proc *ferretDBProcess
@@ -24,7 +24,7 @@ type FerretDBServer struct {
 
 // StartFerretDBServer builds ferretdbserver and starts it with its data under dir.
 func StartFerretDBServer(dir string) (*FerretDBServer, error) {
-	s := &FerretDBServer{bin: filepath.Join(dir, "ferretdbserver"), dataDir: filepath.Join(dir, "ferretdb")}
+	s := &FerretDBServer{ferretDBFiles: ferretDBFiles{bin: filepath.Join(dir, "ferretdbserver"), dataDir: filepath.Join(dir, "ferretdb")}}
 	if err := os.MkdirAll(s.dataDir, 0o700); err != nil {
 		return nil, err
 	}

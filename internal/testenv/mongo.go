@@ -40,6 +40,7 @@ func (m *MongoDB) Database() string { return m.db }
 var ferret struct {
 	once   sync.Once
 	uri    string
+	server ferretDBFiles
 	client *mongo.Client
 	err    error
 	seq    atomic.Uint64
@@ -88,7 +89,7 @@ func databaseName(testName string, seq uint64) string {
 }
 
 func startFerretDB() {
-	uri, err := launchFerretDB()
+	uri, server, err := launchFerretDB()
 	if err != nil {
 		ferret.err = err
 		return
@@ -98,31 +99,31 @@ func startFerretDB() {
 		ferret.err = fmt.Errorf("connect to %s: %w", uri, err)
 		return
 	}
-	ferret.uri, ferret.client = uri, client
+	ferret.uri, ferret.server, ferret.client = uri, server, client
 }
 
-func launchFerretDB() (string, error) {
+func launchFerretDB() (string, ferretDBFiles, error) {
 	// Everything lives in one scratch dir that the child deletes when it exits;
 	// a test binary has no hook to clean up after itself.
 	root, err := os.MkdirTemp("", "msggate-ferretdb-")
 	if err != nil {
-		return "", err
+		return "", ferretDBFiles{}, err
 	}
-	bin := filepath.Join(root, "ferretdbserver")
-	if err := buildFerretDBServer(bin); err != nil {
+	files := ferretDBFiles{bin: filepath.Join(root, "ferretdbserver"), dataDir: filepath.Join(root, "data")}
+	if err := buildFerretDBServer(files.bin); err != nil {
 		_ = os.RemoveAll(root)
-		return "", err
+		return "", ferretDBFiles{}, err
 	}
 
-	proc, err := startFerretDBProcess(bin, "-dir", filepath.Join(root, "data"), "-remove-on-exit", root)
+	proc, err := startFerretDBProcess(files.bin, "-dir", files.dataDir, "-remove-on-exit", root)
 	if err != nil {
 		_ = os.RemoveAll(root)
-		return "", err
+		return "", ferretDBFiles{}, err
 	}
 	// Never closed or released: the child's lifetime is the test binary's,
 	// and the open pipe is what keeps it running.
 	keepAlive = proc.stdin
-	return proc.uri, nil
+	return proc.uri, files, nil
 }
 
 // ferretDBProcess is a running ferretdbserver: it exits when its stdin closes.

@@ -97,7 +97,8 @@ func Config(redisURL string, mdb *testenv.MongoDB) gateway.Config {
 }
 
 // New opens a gateway on cfg, with fresh counters watching its MongoDB commands and Redis
-// round trips (besides any observer cfg already has), and serves it over HTTP until the test
+// round trips (besides any observer cfg already has), gives FerretDB the index on _id that
+// msggate's embedded store has (testenv.IndexIDs), and serves it over HTTP until the test
 // ends.
 func New(t testing.TB, cfg gateway.Config) *Gateway {
 	t.Helper()
@@ -119,6 +120,7 @@ func New(t testing.TB, cfg gateway.Config) *Gateway {
 		cfg.OnRedisRoundTrip = g.RoundTrips.Observe
 	}
 	g.Gateway = Open(t, cfg, Logger(t))
+	testenv.IndexIDs(t, cfg.MongoURI, cfg.MongoDatabase) // as the embedded store's, now that its collections exist
 	g.URL = Serve(t, g.Gateway)
 	return g
 }

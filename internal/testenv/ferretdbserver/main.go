@@ -6,6 +6,10 @@
 // several times slower. It prints a single "MONGODB_URI=<uri>" line on stdout
 // once it accepts connections and exits on SIGTERM/SIGINT or when its stdin is
 // closed, so it never outlives the test binary that started it.
+//
+// With -index-ids it instead gives a database's collections the index FerretDB's lookups by
+// _id need (embedded.IndexIDs) and exits: the same SQLite code, run outside the
+// race-instrumented test binary, which thus never links SQLite.
 package main
 
 import (
@@ -26,12 +30,25 @@ func main() {
 	dir := flag.String("dir", "", "SQLite data directory (created if missing)")
 	removeOnExit := flag.String("remove-on-exit", "", "directory to delete on exit (test scratch space)")
 	addr := flag.String("addr", "127.0.0.1:0", "listen address (port 0: any free one)")
+	indexIDs := flag.String("index-ids", "", "index _id in this database's collections under -dir (a server may be running on it), then exit")
 	flag.Parse()
 
-	if err := run(*dir, *addr, *removeOnExit); err != nil {
+	var err error
+	if *indexIDs != "" {
+		err = index(*dir, *indexIDs)
+	} else {
+		err = run(*dir, *addr, *removeOnExit)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "ferretdbserver:", err)
 		os.Exit(1)
 	}
+}
+
+func index(dir, database string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return embedded.IndexIDs(ctx, dir, database)
 }
 
 func run(dir, addr, removeOnExit string) error {
