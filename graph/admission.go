@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -47,6 +48,12 @@ const DefaultRetryAfter = time.Second
 // (*admission.Limiter is one): nil, or a refusal carrying a retry hint (RetryHint).
 type Admitter interface {
 	Check(ctx context.Context) error
+}
+
+// Acquirer lets an operation in for as long as it runs, or refuses it with a retry hint
+// (*admission.Limiter is one).
+type Acquirer interface {
+	Acquire(ctx context.Context) (context.Context, func(), error)
 }
 
 // Defaults of the WebSocket connection pacing (HandlerOptions.ConnectionRate, ConnectionBurst).
@@ -116,6 +123,7 @@ func noRootValue(data json.RawMessage) bool {
 // queued than it could finish within the operation's time.
 type admissionCheck struct {
 	store, cache Admitter
+	requests     Acquirer
 	timeout      time.Duration
 	o            HandlerOptions
 }
@@ -148,31 +156,48 @@ func (a admissionCheck) InterceptOperation(ctx context.Context, next graphql.Ope
 	}
 	cctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
+	refusal := func(name string, err error) *gqlerror.Error {
+		a.o.countRefusal(limitOverload)
+		retry := retryAfter(err)
+		return unavailableError(fmt.Sprintf("the %s is overloaded: retry in %v", name, retry.Round(time.Millisecond)), retry)
+	}
 	check := func(name string, dep Admitter) *gqlerror.Error {
 		if dep == nil {
 			return nil
 		}
-		err := dep.Check(cctx)
-		if err == nil {
-			return nil
+		if err := dep.Check(cctx); err != nil {
+			return refusal(name, err)
 		}
-		a.o.countRefusal(limitOverload)
-		retry := retryAfter(err)
-		gerr := unavailableError(fmt.Sprintf("the %s is overloaded: retry in %v", name, retry.Round(time.Millisecond)), retry)
-		return gerr
+		return nil
 	}
 	refused := check("cache", a.cache)
 	store := needsStore(opCtx.Operation)
 	if refused == nil && store {
 		refused = check("message store", a.store)
 	}
+	release := func() {}
+	if refused == nil && store && a.requests != nil {
+		_, done, err := a.requests.Acquire(cctx)
+		if err != nil {
+			refused = refusal("message store", err)
+		} else {
+			var once sync.Once
+			release = func() { once.Do(done) }
+			// A response handler that is never called must not keep its turn.
+			context.AfterFunc(ctx, release)
+		}
+	}
 	if refused != nil {
 		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{refused}})
 	}
-	if store {
-		ctx = admission.Committed(ctx)
+	if !store {
+		return next(ctx)
 	}
-	return next(ctx)
+	respond := next(admission.Committed(ctx))
+	return func(ctx context.Context) *graphql.Response {
+		defer release()
+		return respond(ctx)
+	}
 }
 
 // needsStore reports whether an operation will ask the store for sure: a mutation, or a

@@ -80,6 +80,11 @@ type HandlerOptions struct {
 	// it runs, with UNAVAILABLE and a retry hint (admission.go).
 	StoreAdmission Admitter
 	CacheAdmission Admitter
+	// StoreRequests, when set, bounds the operations that need the store (mutations,
+	// catch-up reads) running at once, for their whole run: each makes several store
+	// operations in turn, so letting in more than the store finishes quickly only makes every
+	// one of them slow. One that would wait too long for its turn is refused (admission.go).
+	StoreRequests Acquirer
 	// ConnectionRate is how many new WebSocket connections a second this instance accepts at
 	// connection_init, ConnectionBurst how many at once after a quiet spell; one more is
 	// closed with CloseTryAgainLater and a retry hint. It spreads a reconnect storm (hundreds
@@ -132,7 +137,7 @@ func NewHandler(r *Resolver, o HandlerOptions) http.Handler {
 		srv.Use(extension.FixedComplexityLimit(o.MaxComplexity, complexity.WithFixedScalarValue(0)))
 	}
 	// Last of the checks before execution: the others cost nothing and refuse for good.
-	srv.Use(admissionCheck{store: o.StoreAdmission, cache: o.CacheAdmission, timeout: o.RequestTimeout, o: o})
+	srv.Use(admissionCheck{store: o.StoreAdmission, cache: o.CacheAdmission, requests: o.StoreRequests, timeout: o.RequestTimeout, o: o})
 	srv.AroundRootFields(timeLimit)
 	srv.SetErrorPresenter(presentLimits(errorPresenter(o.Logger), o.RequestTimeout, o.Logger))
 	srv.SetRecoverFunc(recoverFunc(o.Logger))

@@ -87,6 +87,7 @@ type Config struct {
 
 	// Overload (internal/admission): zero takes the default, negative switches off.
 	StoreConcurrency int           // MongoDB operations in flight per instance; default admission.DefaultMaxInFlight
+	StoreRequests    int           // operations needing the store (mutations, catch-up reads) running at once; default DefaultStoreRequests
 	RedisConcurrency int           // Redis round trips in flight per instance; default DefaultRedisConcurrency()
 	AdmissionQueue   int           // operations waiting for each of them; default admission.DefaultMaxQueue
 	AdmissionWait    time.Duration // longest wait for either; default admission.DefaultMaxWait
@@ -154,6 +155,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxConnectionsPerUser, "ws-per-user", graph.DefaultMaxConnectionsPerUser, "WebSocket connections each user may hold on this instance; negative: no limit")
 	fs.IntVar(&c.MaxPendingConnectionsPerAddress, "ws-pending-per-address", graph.DefaultMaxPendingConnectionsPerAddress, "WebSocket connections each client address may hold before connection_init; negative: no limit")
 	fs.StringVar(&c.ClientIPHeader, "client-ip-header", "", "header in which the proxy in front gives the client's address (X-Forwarded-For, X-Real-IP); only behind such a proxy")
+	fs.IntVar(&c.StoreRequests, "store-requests", DefaultStoreRequests, "operations that need the store (mutations, syncState, syncDifference) this instance runs at once; one that would wait over 500ms for its turn is refused with UNAVAILABLE; negative: no limit")
 	fs.IntVar(&c.StoreConcurrency, "store-concurrency", admission.DefaultMaxInFlight, "MongoDB operations this instance runs at once; more wait, and what cannot finish in time is refused with UNAVAILABLE; negative: no limit")
 	fs.IntVar(&c.RedisConcurrency, "redis-concurrency", DefaultRedisConcurrency(), "Redis round trips this instance makes at once (go-redis's pool size); more wait as for the store; negative: no limit")
 	fs.IntVar(&c.AdmissionQueue, "admission-queue", admission.DefaultMaxQueue, "operations that may wait for the store, and for Redis; one more is refused")

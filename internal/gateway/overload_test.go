@@ -196,3 +196,51 @@ func TestOverloadPacesNewConnections(t *testing.T) {
 	time.Sleep(time.Duration(ms)*time.Millisecond + 50*time.Millisecond)
 	gatewaytest.ConnectWS(t, g.URL, alice, gatewaytest.WSOptions{})
 }
+
+// Ensure the operations that need the store are let in only as many at a time as
+// -store-requests says, for their whole run: with one send held in the store, the next is
+// refused at once with 503 and a hint once its wait for a turn would pass 500 ms, and is served
+// when the store answers again. A read that Redis serves is not held back.
+func TestOverloadBoundsRequestsThatNeedTheStore(t *testing.T) {
+	gate := newStoreGate()
+	g := gatewaytest.StartWith(t, func(c *gateway.Config) {
+		c.OnMongoCommand = gate.hold
+		c.StoreRequests = 1
+		c.RequestTimeout = 10 * time.Second
+		c.RateLimit = -1
+	})
+	alice, bob := g.Token("alice"), g.Token("bob")
+	g.SendGQL(alice, map[string]any{"recvID": "bob", "contentType": 101, "content": "before"})
+	g.Conversation(bob, "si_alice_bob") // cached
+
+	gate.close()
+	var stuck sync.WaitGroup
+	stuck.Go(func() {
+		r := g.Post(alice, gatewaytest.SendMutation, map[string]any{"in": map[string]any{"recvID": "bob", "contentType": 101, "content": "held"}})
+		if len(r.Errors) > 0 {
+			t.Errorf("the held send failed once the store answered: %+v", r.Errors)
+		}
+	})
+	gatewaytest.WaitFor(t, 10*time.Second, "the send does not take its turn", func() bool {
+		return g.StoreRequests.Stats().InFlight == 1
+	})
+	// Its turn is held past the longest wait: what comes now cannot be let in within it.
+	time.Sleep(1200 * time.Millisecond)
+	began := time.Now()
+	resp, r, err := gatewaytest.Call(g.URL, alice, "", gatewaytest.SendMutation, map[string]any{"in": map[string]any{"recvID": "bob", "contentType": 101, "content": "next"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took > 1500*time.Millisecond {
+		t.Errorf("the second send was answered after %v, want well within the 500 ms wait for a turn and the time to answer", took)
+	}
+	refusedAtOnce(t, "a send while another holds the only turn", resp, r)
+	if c := g.Conversation(bob, "si_alice_bob"); c.MaxSeq != 1 {
+		t.Errorf("a cached read while the store is held: %+v", c)
+	}
+	gate.reopen()
+	stuck.Wait()
+	if m := g.SendGQL(alice, map[string]any{"recvID": "bob", "contentType": 101, "content": "after"}); m.Seq != 3 {
+		t.Errorf("the send after the store answered again got seq %d, want 3", m.Seq)
+	}
+}

@@ -50,6 +50,7 @@ func (g *Gateway) Handler() http.Handler {
 	}
 	if g.Store != nil {
 		opts.StoreAdmission = g.StoreAdmission
+		opts.StoreRequests = g.StoreRequests
 	}
 	opts.CacheAdmission = g.CacheAdmission
 	mux := http.NewServeMux()
