@@ -163,14 +163,7 @@ func TestRunWaitsAtLeastRetryAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	waitUntil(t, func() bool { return c.Token() != "" })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	runUntil(t, c, func() bool { return c.Token() != "" })
 	gaps := seen.gaps()
 	if len(gaps) < 2 {
 		t.Fatalf("%d requests, want the two refused ones and the state summary", len(gaps)+1)
@@ -216,14 +209,7 @@ func TestRunHonoursTryAgainLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	waitUntil(t, func() bool { dials.mu.Lock(); defer dials.mu.Unlock(); return len(dials.times) >= 3 })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	runUntil(t, c, func() bool { dials.mu.Lock(); defer dials.mu.Unlock(); return len(dials.times) >= 3 })
 	for i, g := range dials.gaps()[:2] {
 		if g < 400*time.Millisecond {
 			t.Errorf("reconnect %d came %v after a 1013 with retryAfterMs=400, want at least 400 ms", i+1, g)
@@ -231,5 +217,18 @@ func TestRunHonoursTryAgainLater(t *testing.T) {
 	}
 	if refused, _ := c.Outcomes(); refused != 2 {
 		t.Errorf("%d refusals counted, want 2", refused)
+	}
+}
+
+// runUntil runs c until cond holds, then stops it; Run must end without an error.
+func runUntil(t *testing.T, c *Client, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	waitUntil(t, cond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

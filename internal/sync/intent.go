@@ -170,22 +170,31 @@ func (l *Ledger) FinishIntent(ctx context.Context, in chunkstore.Intent) (Intent
 }
 
 func (l *Ledger) finishRead(ctx context.Context, in chunkstore.Intent) (IntentOutcome, error) {
-	key := chunkstore.UserSeqKey{ConversationID: in.ConversationID, UserID: in.UserID}
-	docs, err := l.store.FindUserSeqs(ctx, []chunkstore.UserSeqKey{key})
+	return l.finishUserMove(ctx, in, im.EventRead, readKey(in.ConversationID, in.Target),
+		func(d chunkstore.UserSeqs) int64 { return d.ReadSeq },
+		func(s *im.SeqState) { s.ReadSeq = max(s.ReadSeq, in.Target) })
+}
+
+// finishUserMove announces the move of one of a user's values in a conversation (the read
+// seq, the user's min seq) to the intent's target, once the store shows it there: stored
+// reads the value from the store's document, apply moves it in the user's state.
+func (l *Ledger) finishUserMove(ctx context.Context, in chunkstore.Intent, kind im.EventType, key string,
+	stored func(chunkstore.UserSeqs) int64, apply func(*im.SeqState)) (IntentOutcome, error) {
+	doc := chunkstore.UserSeqKey{ConversationID: in.ConversationID, UserID: in.UserID}
+	docs, err := l.store.FindUserSeqs(ctx, []chunkstore.UserSeqKey{doc})
 	if err != nil {
 		return IntentPending, err
 	}
-	if docs[key].ReadSeq < in.Target {
+	if stored(docs[doc]) < in.Target {
 		return Unverified(in), nil
 	}
 	st, err := l.States(ctx, in.UserID, []string{in.ConversationID})
 	if err != nil {
 		return IntentPending, err
 	}
-	s := st[0]
-	s.ReadSeq = max(s.ReadSeq, in.Target)
-	if _, err := l.announceStates(ctx, im.Event{Type: im.EventRead, ConversationID: in.ConversationID},
-		[]string{in.UserID}, []im.SeqState{s}, readKey(in.ConversationID, in.Target)); err != nil {
+	apply(&st[0])
+	if _, err := l.announceStates(ctx, im.Event{Type: kind, ConversationID: in.ConversationID},
+		[]string{in.UserID}, st[:1], key); err != nil {
 		return IntentPending, err
 	}
 	return IntentDone, nil
@@ -193,25 +202,9 @@ func (l *Ledger) finishRead(ctx context.Context, in chunkstore.Intent) (IntentOu
 
 func (l *Ledger) finishClear(ctx context.Context, in chunkstore.Intent) (IntentOutcome, error) {
 	if !in.ForEveryone {
-		key := chunkstore.UserSeqKey{ConversationID: in.ConversationID, UserID: in.UserID}
-		docs, err := l.store.FindUserSeqs(ctx, []chunkstore.UserSeqKey{key})
-		if err != nil {
-			return IntentPending, err
-		}
-		if docs[key].MinSeq < in.Target {
-			return Unverified(in), nil
-		}
-		st, err := l.States(ctx, in.UserID, []string{in.ConversationID})
-		if err != nil {
-			return IntentPending, err
-		}
-		s := st[0]
-		s.UserMinSeq = max(s.UserMinSeq, in.Target)
-		if _, err := l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: in.ConversationID},
-			[]string{in.UserID}, []im.SeqState{s}, userClearKey(in.ConversationID, in.Target)); err != nil {
-			return IntentPending, err
-		}
-		return IntentDone, nil
+		return l.finishUserMove(ctx, in, im.EventClear, userClearKey(in.ConversationID, in.Target),
+			func(d chunkstore.UserSeqs) int64 { return d.MinSeq },
+			func(s *im.SeqState) { s.UserMinSeq = max(s.UserMinSeq, in.Target) })
 	}
 	docs, err := l.store.FindConversationSeqs(ctx, []string{in.ConversationID})
 	if err != nil {
