@@ -39,8 +39,13 @@ func StartFerretDBServer(dir string) (*FerretDBServer, error) {
 	if err := s.Restart(); err != nil {
 		return nil, err
 	}
+	startedServers.Store(s.URI(), s)
 	return s, nil
 }
+
+// startedServers holds the servers StartFerretDBServer started, by URI, so that IndexIDs
+// finds the files of a gateway's store from its configuration.
+var startedServers sync.Map
 
 // URI is the server's MongoDB connection string; it stays the same across restarts.
 func (s *FerretDBServer) URI() string {

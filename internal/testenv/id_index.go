@@ -40,7 +40,8 @@ func (m *MongoDB) IndexIDs(t testing.TB) {
 }
 
 // IndexIDs is MongoDB.IndexIDs for the database of a configuration: uri must be the shared
-// server's (Mongo), or empty for msggate's embedded store, which gateway.Open indexes itself.
+// server's (Mongo) or one StartFerretDBServer started, or empty for msggate's embedded store,
+// which gateway.Open indexes itself.
 func IndexIDs(t testing.TB, uri, database string) {
 	t.Helper()
 	switch uri {
@@ -50,7 +51,13 @@ func IndexIDs(t testing.TB, uri, database string) {
 			t.Fatal(err)
 		}
 	default:
-		t.Fatalf("testenv: %s is not the FerretDB server testenv.Mongo started", uri)
+		s, ok := startedServers.Load(uri)
+		if !ok {
+			t.Fatalf("testenv: %s is no FerretDB server testenv started", uri)
+		}
+		if err := s.(*FerretDBServer).IndexIDs(database); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
