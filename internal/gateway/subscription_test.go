@@ -31,6 +31,16 @@ func dialRaw(t *testing.T, g *gatewaytest.Gateway, user string, tinyBuffer bool)
 	return s
 }
 
+// dialFromNow connects a client of user and subscribes it to syncEvents from the token of
+// user's state now, so that it gets every event announced after the call.
+func dialFromNow(t *testing.T, g *gatewaytest.Gateway, user string) *gatewaytest.WS {
+	t.Helper()
+	since := syncToken(g, user)
+	c := gatewaytest.ConnectWS(t, g.URL, g.Token(user), gatewaytest.WSOptions{})
+	c.Subscribe(&since)
+	return c
+}
+
 // position returns the position of an event message ("next"), or an error for anything else.
 func eventPosition(m map[string]any) (int64, error) {
 	if m["type"] != "next" {
@@ -184,7 +194,10 @@ func TestSubscriptionGoroutinesReturnToBaseline(t *testing.T) {
 	// A first client starts what stays for the gateway's lifetime (the hub's Redis
 	// subscription, its connection pools); the baseline is taken once it left and the count
 	// settled.
-	warm := dialRaw(t, g, users[0], false)
+	// Each client subscribes from a token taken before it connects: a live-only subscription
+	// counts on the hub before its Redis subscription is confirmed, and would miss an event
+	// announced in between.
+	warm := dialFromNow(t, g, users[0])
 	gatewaytest.WaitFor(t, 20*time.Second, "the first subscription reaches the hub", func() bool { return g.Hub.Subscribers() == 1 })
 	announce[users[0]](1)
 	if m, err := warm.Read(ctx); err != nil || m["type"] != "next" {
@@ -196,7 +209,7 @@ func TestSubscriptionGoroutinesReturnToBaseline(t *testing.T) {
 
 	clients := make([]*gatewaytest.WS, 20)
 	for i := range clients {
-		clients[i] = dialRaw(t, g, users[i%len(users)], false)
+		clients[i] = dialFromNow(t, g, users[i%len(users)])
 	}
 	gatewaytest.WaitFor(t, 20*time.Second, "20 subscriptions reach the hub", func() bool { return g.Hub.Subscribers() == 20 })
 	during := runtime.NumGoroutine()
