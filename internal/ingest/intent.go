@@ -20,17 +20,17 @@ func sendIntent(ps []*placement) *chunkstore.Intent {
 	return in
 }
 
-// holds reports whether a slot holds the message an intent wrote: by client message ID when
-// the message has one (a retried send fills its slot under the same one), else by the server
-// message ID its writer gave it.
+// holds reports whether a slot holds the message an intent wrote: the same send (im.SameMessage)
+// when the message has a client message ID (a retried send fills its slot under the same one),
+// else the server message ID its writer gave it.
 func holds(slot *im.Slot, m chunkstore.IntentMessage) bool {
 	if slot == nil || slot.Msg == nil {
 		return false
 	}
-	if m.ClientMsgID != "" {
-		return slot.Msg.ClientMsgID == m.ClientMsgID
+	if m.ClientMsgID == "" {
+		return slot.Msg.ServerMsgID == m.ServerMsgID
 	}
-	return slot.Msg.ServerMsgID == m.ServerMsgID
+	return im.SameMessage(slot.Msg, &im.Message{SendID: m.SendID, ClientMsgID: m.ClientMsgID})
 }
 
 // FinishIntent finishes a change whose writer left its intent behind (see Relay): what the
@@ -148,7 +148,7 @@ func (in *Ingester) finishSlotIntent(ctx context.Context, chunks history.ChunkSo
 		switch {
 		case it.Kind == chunkstore.IntentRevoke && slot.Revoke != nil,
 			it.Kind == chunkstore.IntentDelete && it.ForEveryone && slot.Msg.Status == im.DeletedMessageStatus,
-			it.Kind == chunkstore.IntentDelete && !it.ForEveryone && deletedFor(slot, it.UserID):
+			it.Kind == chunkstore.IntentDelete && !it.ForEveryone && slot.DeletedFor(it.UserID):
 			done = append(done, it.Seqs[i])
 		}
 	}
@@ -169,13 +169,4 @@ func (in *Ingester) finishSlotIntent(ctx context.Context, chunks history.ChunkSo
 		return imsync.IntentPending, err
 	}
 	return imsync.IntentDone, nil
-}
-
-func deletedFor(slot *im.Slot, userID string) bool {
-	for _, u := range slot.DelList {
-		if u == userID {
-			return true
-		}
-	}
-	return false
 }

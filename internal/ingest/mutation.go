@@ -63,29 +63,20 @@ func (in *Ingester) Revoke(ctx context.Context, actor Actor, conv im.Conversatio
 		return im.ViewSlot(conv.ID, seq, slot, actor.UserID), nil
 	}
 	intent := &chunkstore.Intent{Kind: chunkstore.IntentRevoke, ConversationID: conv.ID, UserID: actor.UserID, Seqs: []int64{seq}}
-	release, err := in.ledger.BeginIntent(ctx, intent)
-	defer release()
+	r := im.Revoke{UserID: actor.UserID, Role: actor.Role, Time: now}
+	err = in.ledger.Change(ctx, intent, func() error {
+		_, err := in.store.Revoke(ctx, conv.ID, seq, r)
+		return err
+	}, func() error {
+		if err := in.cache.InvalidateChunks(ctx, []string{im.DocID(conv.ID, seq)}); err != nil {
+			return err
+		}
+		return in.ledger.AnnounceRevoke(ctx, conv, seq)
+	})
 	if err != nil {
 		return im.MessageView{}, err
 	}
-	r := im.Revoke{UserID: actor.UserID, Role: actor.Role, Time: now}
-	if _, err := in.store.Revoke(ctx, conv.ID, seq, r); err != nil {
-		return im.MessageView{}, err
-	}
-	if err := in.ledger.Fault("store"); err != nil {
-		return im.MessageView{}, err
-	}
-	if err := in.cache.InvalidateChunks(ctx, []string{im.DocID(conv.ID, seq)}); err != nil {
-		return im.MessageView{}, err
-	}
 	slot.Revoke = &r
-	if err := in.ledger.AnnounceRevoke(ctx, conv, seq); err != nil {
-		return im.MessageView{}, err
-	}
-	if err := in.ledger.Fault("announce"); err != nil {
-		return im.MessageView{}, err
-	}
-	in.ledger.EndIntent(ctx, intent.ID)
 	return im.ViewSlot(conv.ID, seq, slot, actor.UserID), nil
 }
 
@@ -112,7 +103,7 @@ func (in *Ingester) Delete(ctx context.Context, actor Actor, conv im.Conversatio
 		}
 		// Seqs deleted already were announced by the delete that deleted them, or will be from
 		// its intent.
-		if slot.Msg.Status == im.DeletedMessageStatus || (!forEveryone && deletedFor(slot, actor.UserID)) {
+		if slot.Msg.Status == im.DeletedMessageStatus || (!forEveryone && slot.DeletedFor(actor.UserID)) {
 			already = append(already, uniq[i])
 			continue
 		}
@@ -159,33 +150,17 @@ func (in *Ingester) Delete(ctx context.Context, actor Actor, conv im.Conversatio
 // it, under an intent (see imsync.Ledger.BeginIntent).
 func (in *Ingester) deleteAndAnnounce(ctx context.Context, userID string, conv im.Conversation, seqs []int64, msgs []*im.Message, forEveryone bool) error {
 	intent := &chunkstore.Intent{Kind: chunkstore.IntentDelete, ConversationID: conv.ID, UserID: userID, Seqs: seqs, ForEveryone: forEveryone}
-	release, err := in.ledger.BeginIntent(ctx, intent)
-	defer release()
-	if err != nil {
-		return err
-	}
-	if forEveryone {
-		err = in.store.DeleteForEveryone(ctx, conv.ID, msgs)
-	} else {
-		err = in.store.DeleteForUser(ctx, conv.ID, seqs, userID)
-	}
-	if err != nil {
-		return err
-	}
-	if err := in.ledger.Fault("store"); err != nil {
-		return err
-	}
-	if err := in.cache.InvalidateChunks(ctx, docIDsOf(conv.ID, seqs)); err != nil {
-		return err
-	}
-	if err := in.ledger.AnnounceDelete(ctx, userID, conv, seqs, forEveryone, imsync.IntentKey(intent.ID)); err != nil {
-		return err
-	}
-	if err := in.ledger.Fault("announce"); err != nil {
-		return err
-	}
-	in.ledger.EndIntent(ctx, intent.ID)
-	return nil
+	return in.ledger.Change(ctx, intent, func() error {
+		if forEveryone {
+			return in.store.DeleteForEveryone(ctx, conv.ID, msgs)
+		}
+		return in.store.DeleteForUser(ctx, conv.ID, seqs, userID)
+	}, func() error {
+		if err := in.cache.InvalidateChunks(ctx, docIDsOf(conv.ID, seqs)); err != nil {
+			return err
+		}
+		return in.ledger.AnnounceDelete(ctx, userID, conv, seqs, forEveryone, imsync.IntentKey(intent.ID))
+	})
 }
 
 func uniqueSeqs(seqs []int64) []int64 {

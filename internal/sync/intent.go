@@ -50,6 +50,31 @@ func (l *Ledger) BeginIntent(ctx context.Context, in *chunkstore.Intent) (releas
 	return release, l.Fault("intent")
 }
 
+// Change makes a change under an intent (the steps above): apply changes the store, announce
+// tells the devices (the intent's ID is set by then). With Options.Fault, a fault may stop
+// the writer after each step.
+func (l *Ledger) Change(ctx context.Context, in *chunkstore.Intent, apply, announce func() error) error {
+	release, err := l.BeginIntent(ctx, in)
+	defer release()
+	if err != nil {
+		return err
+	}
+	if err := apply(); err != nil {
+		return err
+	}
+	if err := l.Fault("store"); err != nil {
+		return err
+	}
+	if err := announce(); err != nil {
+		return err
+	}
+	if err := l.Fault("announce"); err != nil {
+		return err
+	}
+	l.EndIntent(ctx, in.ID)
+	return nil
+}
+
 // EndIntent drops the intent of a change that is announced. A failure is logged only: the
 // relay finds the intent later, and finishing it again announces nothing twice.
 func (l *Ledger) EndIntent(ctx context.Context, id string) {

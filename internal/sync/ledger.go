@@ -253,30 +253,22 @@ func (l *Ledger) MarkRead(ctx context.Context, userID, conversationID string, re
 		return s, prev, nil
 	}
 	intent := &chunkstore.Intent{Kind: chunkstore.IntentRead, ConversationID: conversationID, UserID: userID, Target: target}
-	release, err := l.BeginIntent(ctx, intent)
-	defer release()
-	if err != nil {
-		return im.SeqState{}, 0, err
-	}
 	key := chunkstore.UserSeqKey{ConversationID: conversationID, UserID: userID}
-	if err := l.store.RaiseReadSeqs(ctx, map[chunkstore.UserSeqKey]int64{key: target}); err != nil {
-		return im.SeqState{}, 0, err
-	}
-	if err := l.Fault("store"); err != nil {
-		return im.SeqState{}, 0, err
-	}
-	s.ReadSeq = target
-	// The event raises the cached read seq too, and its counters are what the user's other
-	// devices will show; the caller gets the same numbers.
-	evs, err := l.announceStates(ctx, im.Event{Type: im.EventRead, ConversationID: conversationID}, []string{userID}, []im.SeqState{s}, readKey(conversationID, target))
+	err = l.Change(ctx, intent, func() error {
+		return l.store.RaiseReadSeqs(ctx, map[chunkstore.UserSeqKey]int64{key: target})
+	}, func() error {
+		s.ReadSeq = target
+		// The event raises the cached read seq too, and its counters are what the user's
+		// other devices will show; the caller gets the same numbers.
+		evs, err := l.announceStates(ctx, im.Event{Type: im.EventRead, ConversationID: conversationID}, []string{userID}, []im.SeqState{s}, readKey(conversationID, target))
+		if err == nil {
+			applyCounters(&s, evs[0])
+		}
+		return err
+	})
 	if err != nil {
 		return im.SeqState{}, 0, err
 	}
-	if err := l.Fault("announce"); err != nil {
-		return im.SeqState{}, 0, err
-	}
-	l.EndIntent(ctx, intent.ID)
-	applyCounters(&s, evs[0])
 	return s, prev, nil
 }
 
@@ -301,27 +293,18 @@ func (l *Ledger) ClearForUser(ctx context.Context, userID, conversationID string
 		return s, nil
 	}
 	intent := &chunkstore.Intent{Kind: chunkstore.IntentClear, ConversationID: conversationID, UserID: userID, Target: next}
-	release, err := l.BeginIntent(ctx, intent)
-	defer release()
+	key := chunkstore.UserSeqKey{ConversationID: conversationID, UserID: userID}
+	err = l.Change(ctx, intent, func() error {
+		return l.store.RaiseUserMinSeqs(ctx, map[chunkstore.UserSeqKey]int64{key: next})
+	}, func() error {
+		l.raiseCache(ctx, nil, []cache.UserRaise{{UserID: userID, ConversationID: conversationID, UserMinSeq: &next}})
+		s.UserMinSeq = next
+		_, err := l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: conversationID}, []string{userID}, []im.SeqState{s}, userClearKey(conversationID, next))
+		return err
+	})
 	if err != nil {
 		return im.SeqState{}, err
 	}
-	key := chunkstore.UserSeqKey{ConversationID: conversationID, UserID: userID}
-	if err := l.store.RaiseUserMinSeqs(ctx, map[chunkstore.UserSeqKey]int64{key: next}); err != nil {
-		return im.SeqState{}, err
-	}
-	if err := l.Fault("store"); err != nil {
-		return im.SeqState{}, err
-	}
-	l.raiseCache(ctx, nil, []cache.UserRaise{{UserID: userID, ConversationID: conversationID, UserMinSeq: &next}})
-	s.UserMinSeq = next
-	if _, err := l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: conversationID}, []string{userID}, []im.SeqState{s}, userClearKey(conversationID, next)); err != nil {
-		return im.SeqState{}, err
-	}
-	if err := l.Fault("announce"); err != nil {
-		return im.SeqState{}, err
-	}
-	l.EndIntent(ctx, intent.ID)
 	return s, nil
 }
 
@@ -354,26 +337,12 @@ func (l *Ledger) RaiseMinSeq(ctx context.Context, conversationID string, minSeq 
 		return err
 	}
 	intent := &chunkstore.Intent{Kind: chunkstore.IntentClear, ConversationID: conversationID, ForEveryone: true, Target: minSeq}
-	release, err := l.BeginIntent(ctx, intent)
-	defer release()
-	if err != nil {
-		return err
-	}
-	if err := l.store.RaiseMinSeq(ctx, conversationID, minSeq); err != nil {
-		return err
-	}
-	if err := l.Fault("store"); err != nil {
-		return err
-	}
-	l.raiseCache(ctx, []cache.ConversationRaise{{ConversationID: conversationID, MinSeq: &minSeq}}, nil)
-	if err := l.announceMinSeq(ctx, conversationID, minSeq, clearKey(conversationID, minSeq)); err != nil {
-		return err
-	}
-	if err := l.Fault("announce"); err != nil {
-		return err
-	}
-	l.EndIntent(ctx, intent.ID)
-	return nil
+	return l.Change(ctx, intent, func() error {
+		return l.store.RaiseMinSeq(ctx, conversationID, minSeq)
+	}, func() error {
+		l.raiseCache(ctx, []cache.ConversationRaise{{ConversationID: conversationID, MinSeq: &minSeq}}, nil)
+		return l.announceMinSeq(ctx, conversationID, minSeq, clearKey(conversationID, minSeq))
+	})
 }
 
 // announceMinSeq tells every member of the conversation that seqs below minSeq are gone.
