@@ -139,6 +139,7 @@ type ComplexityRoot struct {
 		SendID         func(childComplexity int) int
 		Seq            func(childComplexity int) int
 		Seqs           func(childComplexity int) int
+		Stream         func(childComplexity int) int
 		Time           func(childComplexity int) int
 		Token          func(childComplexity int) int
 		Type           func(childComplexity int) int
@@ -665,6 +666,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SyncEvent.Seqs(childComplexity), true
+	case "SyncEvent.stream":
+		if e.ComplexityRoot.SyncEvent.Stream == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncEvent.Stream(childComplexity), true
 	case "SyncEvent.time":
 		if e.ComplexityRoot.SyncEvent.Time == nil {
 			break
@@ -1016,6 +1023,8 @@ func (ec *executionContext) childFields_SyncEvent(ctx context.Context, field gra
 		return ec.fieldContext_SyncEvent_token(ctx, field)
 	case "position":
 		return ec.fieldContext_SyncEvent_position(ctx, field)
+	case "stream":
+		return ec.fieldContext_SyncEvent_stream(ctx, field)
 	case "time":
 		return ec.fieldContext_SyncEvent_time(ctx, field)
 	case "conversationID":
@@ -3259,6 +3268,29 @@ func (ec *executionContext) _SyncEvent_position(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_SyncEvent_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SyncEvent", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _SyncEvent_stream(ctx context.Context, field graphql.CollectedField, obj *model.SyncEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncEvent_stream(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Stream, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SyncEvent_stream(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncEvent", field, false, false, "ID")
 }
 
 func (ec *executionContext) _SyncEvent_time(ctx context.Context, field graphql.CollectedField, obj *model.SyncEvent) (ret graphql.Marshaler) {
@@ -5657,6 +5689,11 @@ func (ec *executionContext) _SyncEvent(ctx context.Context, sel ast.SelectionSet
 		case "position":
 			out.Values[i] = ec._SyncEvent_position(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "stream":
+			out.Values[i] = ec._SyncEvent_stream(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "time":

@@ -80,7 +80,10 @@ func (r *Resolver) syncDifference(ctx context.Context, since string, limit *int)
 
 // syncEventOf turns a log event into its GraphQL shape; fields its type does not use are nil.
 func syncEventOf(ev im.Event) *model.SyncEvent {
-	out := &model.SyncEvent{Type: model.SyncEventType(ev.Type), Token: ev.Token().String(), Position: ev.Position, Time: ev.Time}
+	out := &model.SyncEvent{Type: model.SyncEventType(ev.Type), Token: eventToken(ev), Position: ev.Position, Time: ev.Time}
+	if ev.Stream != "" {
+		out.Stream = &ev.Stream
+	}
 	if ev.ConversationID != "" {
 		out.ConversationID = &ev.ConversationID
 	}
@@ -94,8 +97,20 @@ func syncEventOf(ev im.Event) *model.SyncEvent {
 	case im.EventClear:
 		out.ForEveryone = &ev.ForEveryone
 	}
+
 	if ev.Type.Counted() {
 		out.MaxSeq, out.MinSeq, out.ReadSeq, out.UnreadCount = &ev.MaxSeq, &ev.MinSeq, &ev.ReadSeq, &ev.Unread
 	}
 	return out
+}
+
+// eventToken is an event's entry of the sync token: its stream's cursor after it.
+func eventToken(ev im.Event) string {
+	switch {
+	case ev.Type == im.EventLeave:
+		return ev.Stream + "="
+	case ev.Stream != "":
+		return im.GroupCursorString(ev.Stream, ev.Cursor())
+	}
+	return ev.Cursor().String()
 }

@@ -168,7 +168,7 @@ func (c *Client) catchUp(ctx context.Context) error {
 	// the log keeps being lost under us (a Redis restarting in a loop): give up for now.
 	for round := 0; round < 5; round++ {
 		c.mu.Lock()
-		boot := c.bootstrapNeeded || c.replica.token == ""
+		boot := c.bootstrapNeeded || c.replica.cursors.user.epoch == ""
 		c.mu.Unlock()
 		if boot {
 			if err := c.bootstrap(ctx); err != nil {
@@ -197,7 +197,7 @@ var errTooLong = errors.New("syncclient: the sync token can no longer be served"
 func (c *Client) difference(ctx context.Context) error {
 	for {
 		c.mu.Lock()
-		since := c.replica.token
+		since := c.replica.cursors.String()
 		c.mu.Unlock()
 		d, err := c.fetchDifference(ctx, since)
 		if err != nil {
@@ -218,20 +218,18 @@ func (c *Client) difference(ctx context.Context) error {
 			case placeGap:
 				// A difference is dense by contract; a hole in it is the gateway's fault, and
 				// applying past it would lose events silently.
-				return fmt.Errorf("syncclient: syncDifference since %s skipped from position %d to %d",
-					since, c.position(), ev.Position)
+				return fmt.Errorf("syncclient: syncDifference since %s skipped to %s in stream %q",
+					since, ev.Token, ev.Stream)
 			}
 			if ev.Type == EventTooLong {
 				return errTooLong
 			}
 		}
-		if len(d.Events) == 0 {
-			c.mu.Lock()
-			if sameEpoch(d.Token, c.replica.token) {
-				c.replica.token, c.replica.position = d.Token, tokenPosition(d.Token)
-			}
-			c.mu.Unlock()
-		}
+		// Every event of the page is applied: the replica stands where the page ends, in
+		// every stream (a stream with no events keeps its cursor).
+		c.mu.Lock()
+		c.replica.cursors = parseToken(d.Token)
+		c.mu.Unlock()
 		if !d.HasMore {
 			return nil
 		}
@@ -263,7 +261,7 @@ func (c *Client) Run(ctx context.Context) error {
 			budget.Deposit()
 		}
 		c.mu.Lock()
-		needCatchUp := c.bootstrapNeeded || c.replica.token == ""
+		needCatchUp := c.bootstrapNeeded || c.replica.cursors.user.epoch == ""
 		c.mu.Unlock()
 		var err error
 		if needCatchUp {
@@ -395,13 +393,7 @@ func (c *Client) DropConnection() {
 func (c *Client) Token() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.replica.token
-}
-
-func (c *Client) position() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.replica.position
+	return c.replica.cursors.String()
 }
 
 // Requests returns how many HTTP GraphQL requests the client has made, by operation name

@@ -9,14 +9,19 @@ const (
 	EventRevoke     = "REVOKE"
 	EventDelete     = "DELETE"
 	EventClear      = "CLEAR"
+	EventJoin       = "JOIN"
+	EventLeave      = "LEAVE"
 	EventTooLong    = "TOO_LONG"
 )
 
 // Event is one SyncEvent. Fields its type does not use are zero.
 type Event struct {
-	Type           string  `json:"type"`
-	Token          string  `json:"token"`
-	Position       int64   `json:"position"`
+	Type     string `json:"type"`
+	Token    string `json:"token"`
+	Position int64  `json:"position"`
+	// Stream is the group conversation whose stream holds the event, "" for the user's own
+	// log; Position is dense within it.
+	Stream         string  `json:"stream"`
 	Time           int64   `json:"time"`
 	ConversationID string  `json:"conversationID"`
 	Seq            int64   `json:"seq"`
@@ -31,15 +36,18 @@ type Event struct {
 }
 
 // eventFields selects every field of a SyncEvent.
-const eventFields = `type token position time conversationID seq sendID seqs forEveryone maxSeq minSeq readSeq unreadCount`
+const eventFields = `type token position stream time conversationID seq sendID seqs forEveryone maxSeq minSeq readSeq unreadCount`
 
 func (e Event) counted() bool {
-	return e.Type == EventNewMessage || e.Type == EventRead || e.Type == EventClear
+	return e.Type == EventNewMessage || e.Type == EventRead || e.Type == EventClear || e.Type == EventJoin
 }
 
 // describeEvent is a one-line account of an event, for progress output.
 func describeEvent(e Event) string {
 	head := fmt.Sprintf("#%d %s %s", e.Position, e.Type, e.ConversationID)
+	if e.Stream != "" {
+		head = fmt.Sprintf("%s#%d %s", e.Stream, e.Position, e.Type)
+	}
 	switch e.Type {
 	case EventNewMessage:
 		return fmt.Sprintf("%s seq %d from %s (maxSeq %d, readSeq %d, unread %d)", head, e.Seq, e.SendID, e.MaxSeq, e.ReadSeq, e.UnreadCount)
@@ -47,6 +55,8 @@ func describeEvent(e Event) string {
 		return fmt.Sprintf("%s readSeq %d (unread %d)", head, e.ReadSeq, e.UnreadCount)
 	case EventClear:
 		return fmt.Sprintf("%s minSeq %d (for everyone: %v, unread %d)", head, e.MinSeq, e.ForEveryone, e.UnreadCount)
+	case EventJoin:
+		return fmt.Sprintf("%s (maxSeq %d, minSeq %d, readSeq %d, unread %d)", head, e.MaxSeq, e.MinSeq, e.ReadSeq, e.UnreadCount)
 	case EventRevoke:
 		return fmt.Sprintf("%s seq %d", head, e.Seq)
 	case EventDelete:

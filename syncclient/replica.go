@@ -2,8 +2,6 @@ package syncclient
 
 import (
 	"sort"
-	"strconv"
-	"strings"
 )
 
 // Status is how a seq reads for the replica's user.
@@ -70,7 +68,8 @@ func (c Conversation) Seqs() []int64 {
 // Replica is a snapshot of the client's local state.
 type Replica struct {
 	UserID string
-	// Token is the sync token the replica is valid at; Position its position.
+	// Token is the sync token the replica is valid at; Position its position in the user's
+	// own log.
 	Token       string
 	Position    int64
 	TotalUnread int64
@@ -80,17 +79,16 @@ type Replica struct {
 
 // replicaState is the live replica, guarded by Client.mu.
 type replicaState struct {
-	userID   string
-	token    string
-	position int64
-	convs    map[string]*Conversation
+	userID  string
+	cursors streamCursors
+	convs   map[string]*Conversation
 }
 
 // Replica returns a deep copy of the replica.
 func (c *Client) Replica() Replica {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r := Replica{UserID: c.replica.userID, Token: c.replica.token, Position: c.replica.position,
+	r := Replica{UserID: c.replica.userID, Token: c.replica.cursors.String(), Position: c.replica.cursors.user.position,
 		Conversations: make(map[string]Conversation, len(c.replica.convs))}
 	for id, conv := range c.replica.convs {
 		cp := *conv
@@ -113,27 +111,6 @@ func (c *Client) totalUnread() int64 {
 	return n
 }
 
-// Tokens are "<epoch>.<position>" (see the gateway's contract): the position tells where a
-// summary's token stands, and the epoch tells events of a new log (after Redis lost the old
-// one) from those of the log the replica follows.
-func tokenPosition(token string) int64 {
-	i := strings.LastIndexByte(token, '.')
-	if i < 0 {
-		return 0
-	}
-	p, _ := strconv.ParseInt(token[i+1:], 10, 64)
-	return p
-}
-
-func tokenEpoch(token string) string {
-	if i := strings.LastIndexByte(token, '.'); i >= 0 {
-		return token[:i]
-	}
-	return token
-}
-
-func sameEpoch(a, b string) bool { return tokenEpoch(a) == tokenEpoch(b) }
-
 // placement is where an event stands relative to the replica's position.
 type placement int
 
@@ -146,15 +123,32 @@ const (
 func (c *Client) place(ev Event) placement {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if ev.Type == EventTooLong {
+	switch ev.Type {
+	case EventTooLong:
+		return placeNext
+	case EventLeave:
+		if _, ok := c.replica.cursors.groups[ev.Stream]; !ok {
+			return placeDuplicate
+		}
 		return placeNext
 	}
+	cur, followed := c.replica.cursors.user, true
+	if ev.Stream != "" {
+		cur, followed = c.replica.cursors.groups[ev.Stream]
+	}
+	evCur := eventCursor(ev)
 	switch {
-	case !sameEpoch(ev.Token, c.replica.token):
+	case ev.Type == EventJoin:
+		// The gateway starts the stream here: take it unless the replica is there already.
+		if followed && cur.epoch == evCur.epoch && evCur.position <= cur.position {
+			return placeDuplicate
+		}
+		return placeNext
+	case !followed || cur.epoch != evCur.epoch:
 		return placeGap
-	case ev.Position <= c.replica.position:
+	case evCur.position <= cur.position:
 		return placeDuplicate
-	case ev.Position == c.replica.position+1:
+	case evCur.position == cur.position+1:
 		return placeNext
 	}
 	return placeGap
@@ -173,7 +167,13 @@ func (c *Client) apply(ev Event) {
 		before = conv.Counters
 	}
 	switch ev.Type {
-	case EventNewMessage, EventRead, EventClear:
+	case EventLeave:
+		// The user left the group: the conversation and its stream are gone for them.
+		delete(c.replica.convs, ev.ConversationID)
+		delete(c.pending, ev.ConversationID)
+		delete(c.replica.cursors.groups, ev.Stream)
+		conv = nil
+	case EventNewMessage, EventRead, EventClear, EventJoin:
 		if !known {
 			conv = &Conversation{ID: ev.ConversationID, Messages: map[int64]Message{}}
 			c.replica.convs[ev.ConversationID] = conv
@@ -185,6 +185,11 @@ func (c *Client) apply(ev Event) {
 		conv.MinSeq = max(conv.MinSeq, ev.MinSeq)
 		conv.ReadSeq = max(conv.ReadSeq, ev.ReadSeq)
 		conv.UnreadCount = unreadOf(conv.MaxSeq, conv.MinSeq, conv.ReadSeq)
+		if ev.Type == EventJoin && conv.MaxSeq >= max(conv.MinSeq, 1) {
+			if _, held := conv.Messages[conv.MaxSeq]; !held {
+				c.want(conv.ID, conv.MaxSeq) // a conversation starts with its newest message
+			}
+		}
 		if ev.Type == EventNewMessage {
 			c.want(conv.ID, ev.Seq)
 			// Seqs between what the replica knew and this one were skipped: a message whose
@@ -211,7 +216,13 @@ func (c *Client) apply(ev Event) {
 	if conv != nil {
 		c.fillHoles(conv)
 	}
-	c.replica.token, c.replica.position = ev.Token, ev.Position
+	switch {
+	case ev.Type == EventLeave:
+	case ev.Stream == "":
+		c.replica.cursors.user = eventCursor(ev)
+	default:
+		c.replica.cursors.groups[ev.Stream] = eventCursor(ev)
+	}
 	var after Counters
 	if conv != nil {
 		after = conv.Counters

@@ -181,7 +181,7 @@ func (c *Client) bootstrap(ctx context.Context) error {
 		after = s.EndCursor
 	}
 	c.mu.Lock()
-	c.replica = replicaState{userID: userID, token: token, position: tokenPosition(token), convs: convs}
+	c.replica = replicaState{userID: userID, cursors: parseToken(token), convs: convs}
 	c.pending = map[string]map[int64]bool{}
 	for _, conv := range convs {
 		c.fillHoles(conv)

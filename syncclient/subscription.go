@@ -56,7 +56,7 @@ func (c *Client) stream(ctx context.Context) (healthy bool, err error) {
 	conn.SetReadLimit(4 << 20)
 	c.mu.Lock()
 	c.conn = conn
-	since := c.replica.token
+	since := c.replica.cursors.String()
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
@@ -229,8 +229,7 @@ func (c *Client) applyLive(ctx context.Context, events []Event) error {
 		case placeDuplicate:
 			c.logf("live: position %d already applied; ignored", ev.Position)
 		case placeGap:
-			from := c.position()
-			c.logf("live: gap before position %d (last applied %d); filling it from syncDifference", ev.Position, from)
+			c.logf("live: gap before %s; filling it from syncDifference", ev.Token)
 			if err := c.difference(ctx); err != nil {
 				return err
 			}

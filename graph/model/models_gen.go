@@ -72,7 +72,10 @@ type SyncDifference struct {
 }
 
 type SyncState struct {
-	// Where syncDifference and syncEvents continue from; empty on a gateway without an event log (OpenIM mode).
+	// Where syncDifference and syncEvents continue from; empty on a gateway without an event log
+	// (OpenIM mode). A token is "<epoch>.<position>" for the viewer's own log, then
+	// ",<conversationID>=<epoch>.<position>" for each group conversation's stream: a group's
+	// changes are logged once, in its own stream, which all its members read.
 	Token string `json:"token"`
 	// Unread messages over all the viewer's conversations (not only this page's).
 	TotalUnread   int64           `json:"totalUnread"`
@@ -270,6 +273,11 @@ const (
 	SyncEventTypeDelete SyncEventType = "DELETE"
 	// Seqs below minSeq are gone for the viewer (history cleared, or expired).
 	SyncEventTypeClear SyncEventType = "CLEAR"
+	// The viewer is in a group conversation the token did not follow (they joined, or the token
+	// predates the stream): its counters now, and the stream's cursor to follow it from.
+	SyncEventTypeJoin SyncEventType = "JOIN"
+	// The viewer is no longer in a group conversation the token followed: drop it and its stream.
+	SyncEventTypeLeave SyncEventType = "LEAVE"
 	// The token given cannot be served: start again from syncState.
 	SyncEventTypeTooLong SyncEventType = "TOO_LONG"
 )
@@ -280,12 +288,14 @@ var AllSyncEventType = []SyncEventType{
 	SyncEventTypeRevoke,
 	SyncEventTypeDelete,
 	SyncEventTypeClear,
+	SyncEventTypeJoin,
+	SyncEventTypeLeave,
 	SyncEventTypeTooLong,
 }
 
 func (e SyncEventType) IsValid() bool {
 	switch e {
-	case SyncEventTypeNewMessage, SyncEventTypeRead, SyncEventTypeRevoke, SyncEventTypeDelete, SyncEventTypeClear, SyncEventTypeTooLong:
+	case SyncEventTypeNewMessage, SyncEventTypeRead, SyncEventTypeRevoke, SyncEventTypeDelete, SyncEventTypeClear, SyncEventTypeJoin, SyncEventTypeLeave, SyncEventTypeTooLong:
 		return true
 	}
 	return false

@@ -6,6 +6,7 @@ type SyncEvent struct {
 	Type           SyncEventType `json:"type"`
 	Token          string        `json:"token"`
 	Position       int64         `json:"position"`
+	Stream         *string       `json:"stream,omitempty"`
 	Time           int64         `json:"time"`
 	ConversationID *string       `json:"conversationID,omitempty"`
 	Seq            *int64        `json:"seq,omitempty"`

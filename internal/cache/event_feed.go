@@ -14,12 +14,13 @@ import (
 	"github.com/msggate/msggate/internal/im"
 )
 
-// EventFeed receives the events published for the users this gateway instance has
-// subscribers for, over one Redis connection. It is safe for concurrent use.
+// EventFeed receives the events published for the users and the group streams this gateway
+// instance has subscribers for, over one Redis connection: one channel per user and one per
+// group stream, however many of its devices follow them. It is safe for concurrent use.
 type EventFeed struct {
 	c       *Cache
 	ps      *redis.PubSub
-	deliver func(userID string, ev *im.Event)
+	deliver func(userID, group string, ev *im.Event)
 
 	mu      sync.Mutex
 	waiters map[string][]chan struct{}
@@ -29,9 +30,11 @@ type EventFeed struct {
 }
 
 // OpenEventFeed starts a feed. deliver is called from the feed's one goroutine, in publish
-// order per user, and must not block. It gets a nil event when events of that user may have
-// been missed (the connection to Redis was re-established); the receiver then re-reads the log.
-func (c *Cache) OpenEventFeed(deliver func(userID string, ev *im.Event)) *EventFeed {
+// order per channel, and must not block; it names either a user (group "") or a group stream
+// (userID ""). It gets a nil event when events there may have been missed (the connection to
+// Redis was re-established), or when a user's group memberships changed (Resync); the
+// receiver then re-reads.
+func (c *Cache) OpenEventFeed(deliver func(userID, group string, ev *im.Event)) *EventFeed {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &EventFeed{c: c, ps: c.rdb.Subscribe(ctx), deliver: deliver, waiters: map[string][]chan struct{}{},
 		cancel: cancel, done: make(chan struct{})}
@@ -42,7 +45,15 @@ func (c *Cache) OpenEventFeed(deliver func(userID string, ev *im.Event)) *EventF
 // Subscribe starts receiving userID's events and returns once Redis confirmed the
 // subscription, so an event appended after Subscribe returns is never missed.
 func (f *EventFeed) Subscribe(ctx context.Context, userID string) error {
-	ch := f.c.EventChannel(userID)
+	return f.subscribe(ctx, f.c.EventChannel(userID))
+}
+
+// SubscribeGroup starts receiving a group stream's events, as Subscribe does a user's.
+func (f *EventFeed) SubscribeGroup(ctx context.Context, conversationID string) error {
+	return f.subscribe(ctx, f.c.GroupChannel(conversationID))
+}
+
+func (f *EventFeed) subscribe(ctx context.Context, ch string) error {
 	confirmed := make(chan struct{})
 	f.mu.Lock()
 	f.waiters[ch] = append(f.waiters[ch], confirmed)
@@ -78,6 +89,30 @@ func (f *EventFeed) dropWaiter(ch string, w chan struct{}) {
 // Unsubscribe stops receiving userID's events.
 func (f *EventFeed) Unsubscribe(ctx context.Context, userID string) error {
 	return cacheError("unsubscribe", f.ps.Unsubscribe(ctx, f.c.EventChannel(userID)))
+}
+
+// UnsubscribeGroup stops receiving a group stream's events.
+func (f *EventFeed) UnsubscribeGroup(ctx context.Context, conversationID string) error {
+	return cacheError("unsubscribe", f.ps.Unsubscribe(ctx, f.c.GroupChannel(conversationID)))
+}
+
+// resyncHint is published on a user's channel to make their live subscribers re-read their
+// streams (Resync); it is not an event.
+const resyncHint = "resync"
+
+// Resync tells the live subscribers of each user, on every instance, to re-read what they
+// follow: a user's group memberships changed, so the group streams they follow change. It
+// costs one publish per user, in one round trip.
+func (c *Cache) Resync(ctx context.Context, userIDs []string) error {
+	if len(userIDs) == 0 {
+		return nil
+	}
+	pipe := c.rdb.Pipeline()
+	for _, u := range userIDs {
+		pipe.Do(ctx, c.publishCommand(), c.EventChannel(u), resyncHint)
+	}
+	_, err := pipe.Exec(ctx)
+	return cacheError("resync", err)
 }
 
 // Close stops the feed and waits for its goroutine to end.
@@ -124,16 +159,17 @@ func (f *EventFeed) receive(ctx context.Context) {
 				f.confirmed(m.Channel)
 			}
 		case *redis.Message:
-			userID, ok := f.userOf(m.Channel)
+			userID, group, ok := f.channelOf(m.Channel)
 			if !ok {
 				continue
 			}
 			var ev im.Event
-			if err := json.Unmarshal([]byte(m.Payload), &ev); err != nil {
-				f.deliver(userID, nil)
+			if m.Payload == resyncHint || json.Unmarshal([]byte(m.Payload), &ev) != nil {
+				f.deliver(userID, group, nil)
 				continue
 			}
-			f.deliver(userID, &ev)
+			ev.Stream = group
+			f.deliver(userID, group, &ev)
 		}
 	}
 }
@@ -149,16 +185,20 @@ func (f *EventFeed) confirmed(ch string) {
 		close(w)
 	}
 	if len(ws) == 0 {
-		if userID, ok := f.userOf(ch); ok {
-			f.deliver(userID, nil)
+		if userID, group, ok := f.channelOf(ch); ok {
+			f.deliver(userID, group, nil)
 		}
 	}
 }
 
-func (f *EventFeed) userOf(ch string) (string, bool) {
-	lead := f.c.opts.Prefix + "{u:"
-	if !strings.HasPrefix(ch, lead) || !strings.HasSuffix(ch, "}:events") {
-		return "", false
+// channelOf names what a channel carries: a user's events or a group stream's.
+func (f *EventFeed) channelOf(ch string) (userID, group string, ok bool) {
+	userLead, groupLead := f.c.opts.Prefix+"{u:", f.c.opts.Prefix+"{"
+	switch {
+	case strings.HasPrefix(ch, userLead) && strings.HasSuffix(ch, "}:events"):
+		return ch[len(userLead) : len(ch)-len("}:events")], "", true
+	case strings.HasPrefix(ch, groupLead) && strings.HasSuffix(ch, "}:feed"):
+		return "", ch[len(groupLead) : len(ch)-len("}:feed")], true
 	}
-	return ch[len(lead) : len(ch)-len("}:events")], true
+	return "", "", false
 }

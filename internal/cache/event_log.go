@@ -45,8 +45,40 @@ if not epoch then
   redis.call('DEL', KEYS[2])
 end`
 
+// logTail ends both append scripts: the pushed events go to the list, and the log, its list and
+// its keys are kept to their age and length. KEYS[1] is the log, KEYS[2] its list, KEYS[3] its
+// keys; ARGV[2] the max length, ARGV[3] the oldest time kept, ARGV[6] the log's TTL.
+const logTail = `
+for i = 1, #pushed, 500 do
+  redis.call('RPUSH', KEYS[2], unpack(pushed, i, math.min(i + 499, #pushed)))
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('PEXPIRE', KEYS[2], ARGV[6])
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  -- Keys are kept as long as the events they name: by age and by count.
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[3])
+  local extra = redis.call('ZCARD', KEYS[3]) - tonumber(ARGV[2])
+  if extra > 0 then
+    redis.call('ZREMRANGEBYRANK', KEYS[3], 0, extra - 1)
+  end
+  redis.call('PEXPIRE', KEYS[3], ARGV[6])
+end
+local maxLen = tonumber(ARGV[2])
+if redis.call('LLEN', KEYS[2]) > maxLen then
+  redis.call('LTRIM', KEYS[2], -maxLen, -1)
+end
+local oldest = tonumber(ARGV[3])
+for _ = 1, 1000 do
+  local first = redis.call('LINDEX', KEYS[2], 0)
+  if not first then break end
+  local t = tonumber(string.match(first, '"t":(%d+)'))
+  if t == nil or t >= oldest then break end
+  redis.call('LPOP', KEYS[2])
+end
+`
+
 // appendEvents appends events to one user's log and publishes each.
-// KEYS: log, events, read, keys. ARGV: new epoch, max length, oldest time kept (ms), channel
+// KEYS: log, events, keys, read. ARGV: new epoch, max length, oldest time kept (ms), channel
 // ("" for none), publish command, log TTL (ms), read-state TTL (ms), now (ms), then 7 values
 // per event: JSON body (without position and counters), conversation ID, the known max seq,
 // conversation min seq, read seq and user min seq (empty max seq: the event carries no
@@ -54,7 +86,7 @@ end`
 // out, and answered as "".
 var appendEvents = redis.NewScript(openLog + `
 if created then
-  redis.call('DEL', KEYS[4])
+  redis.call('DEL', KEYS[3])
 end
 -- Hash fields are read once and written once per call, however many events touch them.
 local values, dirty = {}, {}
@@ -81,19 +113,19 @@ local out, pushed = {}, {}
 local now = tonumber(ARGV[8])
 for i = 9, #ARGV, 7 do
   local body, conv, key = ARGV[i], ARGV[i+1], ARGV[i+6]
-  if key ~= '' and redis.call('ZSCORE', KEYS[4], key) then
+  if key ~= '' and redis.call('ZSCORE', KEYS[3], key) then
     out[#out + 1] = ''
   else
     if key ~= '' then
-      redis.call('ZADD', KEYS[4], now, key)
+      redis.call('ZADD', KEYS[3], now, key)
     end
     pos = pos + 1
     local head = '{"e":"' .. epoch .. '","p":' .. string.format('%d', pos)
     if ARGV[i+2] ~= '' then
       local maxSeq = raise(KEYS[1], conv .. '|x', ARGV[i+2])
       local convMin = raise(KEYS[1], conv .. '|m', ARGV[i+3])
-      local readSeq = raise(KEYS[3], conv, ARGV[i+4])
-      local userMin = raise(KEYS[3], conv .. '|min', ARGV[i+5])
+      local readSeq = raise(KEYS[4], conv, ARGV[i+4])
+      local userMin = raise(KEYS[4], conv .. '|min', ARGV[i+5])
       local visibleMin = math.max(1, convMin, userMin)
       local seen = math.max(readSeq, visibleMin - 1)
       local unread = maxSeq - seen
@@ -113,38 +145,13 @@ redis.call('HSET', KEYS[1], 'pos', string.format('%d', pos))
 for k, d in pairs(dirty) do
   redis.call('HSET', d[1], d[2], string.format('%d', values[k]))
 end
-for i = 1, #pushed, 500 do
-  redis.call('RPUSH', KEYS[2], unpack(pushed, i, math.min(i + 499, #pushed)))
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[6])
-redis.call('PEXPIRE', KEYS[2], ARGV[6])
 if redis.call('EXISTS', KEYS[4]) == 1 then
-  -- Keys are kept as long as the events they name: by age and by count.
-  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. ARGV[3])
-  local extra = redis.call('ZCARD', KEYS[4]) - tonumber(ARGV[2])
-  if extra > 0 then
-    redis.call('ZREMRANGEBYRANK', KEYS[4], 0, extra - 1)
-  end
-  redis.call('PEXPIRE', KEYS[4], ARGV[6])
+  redis.call('PEXPIRE', KEYS[4], ARGV[7])
 end
-if redis.call('EXISTS', KEYS[3]) == 1 then
-  redis.call('PEXPIRE', KEYS[3], ARGV[7])
-end
-local maxLen = tonumber(ARGV[2])
-if redis.call('LLEN', KEYS[2]) > maxLen then
-  redis.call('LTRIM', KEYS[2], -maxLen, -1)
-end
-local oldest = tonumber(ARGV[3])
-for _ = 1, 1000 do
-  local first = redis.call('LINDEX', KEYS[2], 0)
-  if not first then break end
-  local t = tonumber(string.match(first, '"t":(%d+)'))
-  if t == nil or t >= oldest then break end
-  redis.call('LPOP', KEYS[2])
-end
+` + logTail + `
 return out`)
 
-// readEvents reads one user's log after a position.
+// readEvents reads one log (a user's or a group's) after a position.
 // KEYS: log, events. ARGV: new epoch (used when the log does not exist), the token's epoch ("":
 // only the head is wanted), the token's position, the page size, the log's TTL (ms).
 // Returns {epoch, head position, status, events...}; status is "ok", "too_long" or "future".
@@ -241,14 +248,10 @@ func (c *Cache) AppendEvents(ctx context.Context, appends []EventAppend) ([]im.E
 			batches[a.UserID] = b
 			order = append(order, a.UserID)
 		}
-		ev := a.Event
-		ev.Epoch, ev.Position, ev.MaxSeq, ev.MinSeq, ev.ReadSeq, ev.Unread = "", 0, 0, 0, 0, 0
-		encoded, err := json.Marshal(ev)
+		body, err := eventBody(a.Event)
 		if err != nil {
-			return nil, im.Errorf(im.EINTERNAL, "encode event: %v", err)
+			return nil, err
 		}
-		// The body's leading fields ("e", "p") are empty and replaced by the script.
-		body := stripLeading(encoded)
 		if a.Event.Type.Counted() {
 			b.args = append(b.args, body, a.Event.ConversationID, a.MaxSeq, a.ConvMinSeq, a.ReadSeq, a.UserMinSeq, a.Key)
 		} else {
@@ -260,28 +263,15 @@ func (c *Cache) AppendEvents(ctx context.Context, appends []EventAppend) ([]im.E
 	cmds := make([]*redis.Cmd, len(order))
 	for i, u := range order {
 		logKey, eventsKey, readKey := c.eventLogKeys(u)
-		cmds[i] = appendEvents.Eval(ctx, pipe, []string{logKey, eventsKey, readKey, c.eventKeysKey(u)}, batches[u].args...)
+		cmds[i] = appendEvents.Eval(ctx, pipe, []string{logKey, eventsKey, c.eventKeysKey(u), readKey}, batches[u].args...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, cacheError("append events", err)
 	}
 	out := make([]im.Event, len(appends))
 	for i, u := range order {
-		raw, err := cmds[i].StringSlice()
-		if err != nil {
-			return nil, cacheError("append events", err)
-		}
-		idx := batches[u].indexes
-		if len(raw) != len(idx) {
-			return nil, im.Errorf(im.EINTERNAL, "event log answered %d events for %d appends", len(raw), len(idx))
-		}
-		for j, s := range raw {
-			if s == "" {
-				continue // its key was logged already
-			}
-			if err := json.Unmarshal([]byte(s), &out[idx[j]]); err != nil {
-				return nil, im.Errorf(im.EINTERNAL, "decode event: %v", err)
-			}
+		if err := decodeAppended(cmds[i], batches[u].indexes, out); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -301,7 +291,7 @@ func stripLeading(body []byte) string {
 // EventPage is what ReadEvents found.
 type EventPage struct {
 	// Head is the token of the log's newest event (or of its start when empty).
-	Head im.SyncToken
+	Head im.Cursor
 	// TooLong: the token's epoch is not the log's, or its position is older than the log
 	// keeps. Events is then empty.
 	TooLong bool
@@ -314,19 +304,24 @@ var ErrFutureToken = im.Errorf(im.EINVALID, "sync token is ahead of the event lo
 
 // ReadEvents reads up to limit events of userID's log after since, in one round trip. A log
 // that does not exist is created empty, so its head token is usable at once.
-func (c *Cache) ReadEvents(ctx context.Context, userID string, since im.SyncToken, limit int) (EventPage, error) {
+func (c *Cache) ReadEvents(ctx context.Context, userID string, since im.Cursor, limit int) (EventPage, error) {
 	cmd := c.readEventsCmd(ctx, c.rdb, userID, &since, limit)
 	return parseEventPage(cmd)
 }
 
 // EventHead returns the token of userID's newest event, creating the log when needed.
-func (c *Cache) EventHead(ctx context.Context, userID string) (im.SyncToken, error) {
+func (c *Cache) EventHead(ctx context.Context, userID string) (im.Cursor, error) {
 	p, err := parseEventPage(c.readEventsCmd(ctx, c.rdb, userID, nil, 0))
 	return p.Head, err
 }
 
-func (c *Cache) readEventsCmd(ctx context.Context, s redis.Scripter, userID string, since *im.SyncToken, limit int) *redis.Cmd {
+func (c *Cache) readEventsCmd(ctx context.Context, s redis.Scripter, userID string, since *im.Cursor, limit int) *redis.Cmd {
 	logKey, eventsKey, _ := c.eventLogKeys(userID)
+	return c.readLogCmd(ctx, s, logKey, eventsKey, since, limit)
+}
+
+// readLogCmd reads a log, a user's or a group's, after since (nil: only its head).
+func (c *Cache) readLogCmd(ctx context.Context, s redis.Scripter, logKey, eventsKey string, since *im.Cursor, limit int) *redis.Cmd {
 	epoch, pos := "", int64(0)
 	if since != nil {
 		epoch, pos = since.Epoch, since.Position
@@ -346,7 +341,7 @@ func parseEventPage(cmd *redis.Cmd) (EventPage, error) {
 	if err != nil {
 		return EventPage{}, im.Errorf(im.EINTERNAL, "event log position %q", raw[1])
 	}
-	p := EventPage{Head: im.SyncToken{Epoch: raw[0], Position: head}}
+	p := EventPage{Head: im.Cursor{Epoch: raw[0], Position: head}}
 	switch raw[2] {
 	case "ok":
 	case "too_long":

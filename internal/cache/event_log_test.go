@@ -3,6 +3,7 @@ package cache_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -87,7 +88,7 @@ func TestEventLogDifference(t *testing.T) {
 		if evs[0].Epoch != head.Epoch {
 			t.Fatalf("the log changed epoch: %q then %q", head.Epoch, evs[0].Epoch)
 		}
-		page, err := c.ReadEvents(ctx, "bob", evs[2].Token(), 2)
+		page, err := c.ReadEvents(ctx, "bob", evs[2].Cursor(), 2)
 		if err != nil || page.TooLong || len(page.Events) != 2 || page.Events[0].Position != 4 || page.Events[1].Seq != 5 {
 			t.Fatalf("page after position 3: %+v %v", page, err)
 		}
@@ -95,14 +96,14 @@ func TestEventLogDifference(t *testing.T) {
 			t.Errorf("head %d, want 8", page.Head.Position)
 		}
 		// The log keeps 5 events (4..8): a token at 2 cannot be served, a token at 3 can.
-		if page, err := c.ReadEvents(ctx, "bob", evs[1].Token(), 10); err != nil || !page.TooLong || len(page.Events) != 0 {
+		if page, err := c.ReadEvents(ctx, "bob", evs[1].Cursor(), 10); err != nil || !page.TooLong || len(page.Events) != 0 {
 			t.Errorf("token older than the log: %+v %v, want TooLong", page, err)
 		}
-		if _, err := c.ReadEvents(ctx, "bob", im.SyncToken{Epoch: head.Epoch, Position: 9}, 10); !errors.Is(err, cache.ErrFutureToken) {
+		if _, err := c.ReadEvents(ctx, "bob", im.Cursor{Epoch: head.Epoch, Position: 9}, 10); !errors.Is(err, cache.ErrFutureToken) {
 			t.Errorf("token ahead of the log: %v, want ErrFutureToken", err)
 		}
 		e.flushAll(t)
-		if page, err := c.ReadEvents(ctx, "bob", evs[7].Token(), 10); err != nil || !page.TooLong || page.Head.Epoch == head.Epoch {
+		if page, err := c.ReadEvents(ctx, "bob", evs[7].Cursor(), 10); err != nil || !page.TooLong || page.Head.Epoch == head.Epoch {
 			t.Errorf("token of a lost log: %+v %v, want TooLong and a new epoch", page, err)
 		}
 	})
@@ -131,11 +132,11 @@ func TestEventLogOnMiniredis(t *testing.T) {
 
 func testFeed(t *testing.T, c *cache.Cache) {
 	type delivery struct {
-		user string
-		ev   *im.Event
+		user, group string
+		ev          *im.Event
 	}
 	got := make(chan delivery, 100)
-	feed := c.OpenEventFeed(func(user string, ev *im.Event) { got <- delivery{user, ev} })
+	feed := c.OpenEventFeed(func(user, group string, ev *im.Event) { got <- delivery{user, group, ev} })
 	defer func() { _ = feed.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -170,6 +171,76 @@ func testFeed(t *testing.T, c *cache.Cache) {
 		}
 	case <-ctx.Done():
 		t.Fatal("erin's event not delivered")
+	}
+	// A group stream's event comes once, on the group's channel, named by its stream.
+	if err := feed.SubscribeGroup(ctx, "sg_team"); err != nil {
+		t.Fatal(err)
+	}
+	gev, err := c.AppendGroupEvents(ctx, []cache.GroupAppend{{Event: im.Event{Type: im.EventNewMessage, ConversationID: "sg_team", Seq: 1, SendID: "erin", Time: time.Now().UnixMilli()}, MaxSeq: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-got:
+		if d.group != "sg_team" || d.user != "" || d.ev == nil || d.ev.Stream != "sg_team" || d.ev.Position != gev[0].Position || d.ev.MaxSeq != 1 {
+			t.Fatalf("delivered user %q group %q %+v, want the group's %+v", d.user, d.group, d.ev, gev[0])
+		}
+	case <-ctx.Done():
+		t.Fatal("the group's event not delivered")
+	}
+	// A resync reaches the user's subscribers as a nil event: re-read.
+	if err := c.Resync(ctx, []string{"erin"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-got:
+		if d.user != "erin" || d.ev != nil {
+			t.Fatalf("resync delivered %q %+v, want erin's nil", d.user, d.ev)
+		}
+	case <-ctx.Done():
+		t.Fatal("the resync was not delivered")
+	}
+}
+
+// TestGroupStream: a group's events are logged once with the conversation's counters, dense
+// and deduplicated by key, and read after a cursor like a user's log.
+func TestGroupStream(t *testing.T) {
+	eachTopology(t, func(t *testing.T, e *env) { testGroupStream(t, e.cache) })
+}
+
+func testGroupStream(t *testing.T, c *cache.Cache) {
+	ctx := context.Background()
+	heads, err := c.ReadGroupEvents(ctx, []cache.GroupRead{{ConversationID: "sg_g1"}})
+	if err != nil || heads[0].Head.Position != 0 || heads[0].Head.Epoch == "" {
+		t.Fatalf("head of a new stream: %+v, %v", heads, err)
+	}
+	msg := func(seq int64) cache.GroupAppend {
+		return cache.GroupAppend{Event: im.Event{Type: im.EventNewMessage, ConversationID: "sg_g1", Seq: seq, Time: time.Now().UnixMilli()},
+			MaxSeq: seq, Key: fmt.Sprintf("m:sg_g1:%d", seq)}
+	}
+	evs, err := c.AppendGroupEvents(ctx, []cache.GroupAppend{msg(1), msg(2), msg(1),
+		{Event: im.Event{Type: im.EventRevoke, ConversationID: "sg_g1", Seq: 1, Time: time.Now().UnixMilli()}, Key: "r:sg_g1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs[0].Position != 1 || evs[1].Position != 2 || evs[2].Position != 0 || evs[3].Position != 3 || evs[1].MaxSeq != 2 || evs[0].Stream != "sg_g1" {
+		t.Fatalf("appended %+v", evs)
+	}
+	if evs[0].Epoch != heads[0].Head.Epoch {
+		t.Fatalf("the stream's epoch changed from %s to %s", heads[0].Head.Epoch, evs[0].Epoch)
+	}
+	since := evs[0].Cursor()
+	pages, err := c.ReadGroupEvents(ctx, []cache.GroupRead{{ConversationID: "sg_g1", Since: &since, Limit: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pages[0]
+	if p.TooLong || len(p.Events) != 2 || p.Events[0].Seq != 2 || p.Events[1].Type != im.EventRevoke || p.Head.Position != 3 || p.Events[0].Stream != "sg_g1" {
+		t.Fatalf("read after %v: %+v", since, p)
+	}
+	lost := im.Cursor{Epoch: "gone", Position: 1}
+	if pages, err = c.ReadGroupEvents(ctx, []cache.GroupRead{{ConversationID: "sg_g1", Since: &lost, Limit: 10}}); err != nil || !pages[0].TooLong {
+		t.Fatalf("read with another epoch's cursor: %+v, %v", pages, err)
 	}
 }
 
@@ -245,7 +316,7 @@ func TestEventLogKeysLeaveOutRepeats(t *testing.T) {
 		if again[0].Position != 0 || again[1].Position != 4 {
 			t.Fatalf("a repeat in a later batch: positions %d and %d, want left out and 4", again[0].Position, again[1].Position)
 		}
-		page, err := c.ReadEvents(context.Background(), "bob", im.SyncToken{Epoch: evs[0].Epoch}, 100)
+		page, err := c.ReadEvents(context.Background(), "bob", im.Cursor{Epoch: evs[0].Epoch}, 100)
 		if err != nil || len(page.Events) != 4 {
 			t.Fatalf("the log holds %d events (%v), want 4", len(page.Events), err)
 		}

@@ -54,7 +54,7 @@ type StateQuery struct {
 type States struct {
 	Conversations [][]ConversationState
 	Users         [][]UserState
-	Heads         []im.SyncToken
+	Heads         []im.Cursor
 }
 
 // GetStatesMany answers several state queries in one round trip. With withHeads, the same
@@ -94,7 +94,7 @@ func (c *Cache) GetStatesMany(ctx context.Context, queries []StateQuery, withHea
 		return States{}, cacheError("get states", err)
 	}
 	if withHeads {
-		res.Heads = make([]im.SyncToken, len(queries))
+		res.Heads = make([]im.Cursor, len(queries))
 		for i, cmd := range headCmds {
 			p, err := parseEventPage(cmd)
 			if err != nil {

@@ -20,6 +20,10 @@ const (
 	Notification
 )
 
+// IsGroup reports whether the kind's readers are a group's members: its changes are logged in
+// the conversation's own event stream, once, rather than in every member's log.
+func (k ConversationKind) IsGroup() bool { return k == GroupChat || k == GroupNotification }
+
 func (k ConversationKind) String() string {
 	switch k {
 	case SingleChat:

@@ -1,10 +1,5 @@
 package im
 
-import (
-	"strconv"
-	"strings"
-)
-
 // EventType names a change that a user's devices must learn.
 type EventType string
 
@@ -19,6 +14,13 @@ const (
 	EventDelete EventType = "DELETE"
 	// EventClear: seqs below MinSeq are gone for the user (history cleared or expired).
 	EventClear EventType = "CLEAR"
+	// EventJoin: the user is in a group conversation their token did not follow (they joined,
+	// or the token predates its stream): it carries the conversation's counters and the
+	// stream's cursor to follow it from. Never stored: the gateway tells it from the token.
+	EventJoin EventType = "JOIN"
+	// EventLeave: the user is no longer in a group conversation their token followed; its
+	// stream ends there. Never stored.
+	EventLeave EventType = "LEAVE"
 	// EventTooLong is never stored: a subscription sends it when the client's token cannot be
 	// served, telling it to start again from the state summary.
 	EventTooLong EventType = "TOO_LONG"
@@ -27,12 +29,16 @@ const (
 // Counted reports whether events of this type carry the conversation's counters after the
 // change (MaxSeq, MinSeq, ReadSeq, Unread).
 func (t EventType) Counted() bool {
-	return t == EventNewMessage || t == EventRead || t == EventClear
+	return t == EventNewMessage || t == EventRead || t == EventClear || t == EventJoin
 }
 
-// Event is one entry of a user's event log. Position is dense within one log epoch (1, 2, 3,
-// …), so a client that sees Position jump knows it missed events.
+// Event is one entry of an event stream: a user's own log, or a group conversation's log,
+// which every member reads (Stream). Position is dense within one stream's epoch (1, 2, 3, …),
+// so a client that sees Position jump knows it missed events of that stream.
 type Event struct {
+	// Stream is the group conversation whose log holds the event, "" for the user's own log.
+	// It is known from where the event was read, so it is not stored.
+	Stream         string    `json:"-"`
 	Epoch          string    `json:"e"`
 	Position       int64     `json:"p"`
 	Type           EventType `json:"k"`
@@ -49,27 +55,5 @@ type Event struct {
 	Unread  int64 `json:"n,omitempty"`
 }
 
-// Token returns the sync token that names the log position just after this event.
-func (e Event) Token() SyncToken { return SyncToken{Epoch: e.Epoch, Position: e.Position} }
-
-// SyncToken names a position in one user's event log. Epoch changes when the log is created
-// anew (its Redis keys were lost), which makes every older token unusable, and detectably so.
-type SyncToken struct {
-	Epoch    string
-	Position int64
-}
-
-func (t SyncToken) String() string { return t.Epoch + "." + strconv.FormatInt(t.Position, 10) }
-
-// ParseSyncToken parses a token made by SyncToken.String.
-func ParseSyncToken(s string) (SyncToken, error) {
-	i := strings.LastIndexByte(s, '.')
-	if i <= 0 || len(s) > 64 {
-		return SyncToken{}, Errorf(EINVALID, "malformed sync token %q", truncate(s, 70))
-	}
-	pos, err := strconv.ParseInt(s[i+1:], 10, 64)
-	if err != nil || pos < 0 {
-		return SyncToken{}, Errorf(EINVALID, "malformed sync token %q", truncate(s, 70))
-	}
-	return SyncToken{Epoch: s[:i], Position: pos}, nil
-}
+// Cursor returns the position just after this event in its stream.
+func (e Event) Cursor() Cursor { return Cursor{Epoch: e.Epoch, Position: e.Position} }

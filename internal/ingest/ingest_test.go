@@ -297,7 +297,7 @@ func TestSendFinishesWhenTheCallerGivesUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := ledger.Difference(ctx, "bob", im.SyncToken{Epoch: head.Token.Epoch}, 10)
+	d, err := ledger.Difference(ctx, "bob", im.SyncToken{User: im.Cursor{Epoch: head.Token.User.Epoch}}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

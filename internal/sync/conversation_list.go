@@ -17,26 +17,15 @@ const MaxConversationsPerUser = 10000
 // newest activity first (ties by conversation ID): the list from Redis (or, on a miss, one
 // MongoDB query, then a fill), then States.
 func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]im.SeqState, error) {
-	states, _, err := l.userConversations(ctx, userID, false)
-	return states, err
-}
-
-// userConversations lists userID's conversations with their states, by activity; withHead
-// also reads the user's event log head in the same Redis round trip as the states.
-func (l *Ledger) userConversations(ctx context.Context, userID string, withHead bool) ([]im.SeqState, im.SyncToken, error) {
 	ids, err := l.conversationList(ctx, userID)
 	if err != nil {
-		return nil, im.SyncToken{}, err
+		return nil, err
 	}
-	states, heads, err := l.statesMany(ctx, []cache.StateQuery{{UserID: userID, ConversationIDs: ids}}, withHead)
+	states, _, err := l.statesMany(ctx, []cache.StateQuery{{UserID: userID, ConversationIDs: ids}}, false)
 	if err != nil {
-		return nil, im.SyncToken{}, err
+		return nil, err
 	}
-	var head im.SyncToken
-	if withHead {
-		head = heads[0]
-	}
-	return im.ByActivity(states[0]), head, nil
+	return im.ByActivity(states[0]), nil
 }
 
 // conversationList returns the IDs on userID's conversation list: from Redis, else from
@@ -120,7 +109,9 @@ func (l *Ledger) SetGroup(ctx context.Context, groupID string, members []im.Grou
 			chunkstore.UserConversation{UserID: m.UserID, ConversationID: notes})
 	}
 	var gone []string
+	was := map[string]bool{}
 	for _, m := range before {
+		was[m.UserID] = true
 		if !keep[m.UserID] {
 			gone = append(gone, m.UserID)
 		}
@@ -138,5 +129,19 @@ func (l *Ledger) SetGroup(ctx context.Context, groupID string, members []im.Grou
 	if err := l.store.SetGroupMembers(ctx, groupID, stored); err != nil {
 		return err
 	}
-	return l.AddUserConversations(ctx, entries)
+	if err := l.AddUserConversations(ctx, entries); err != nil {
+		return err
+	}
+	// Live devices of the users who joined or left re-read which group streams they follow.
+	// Without this they would learn it at their next catch-up; a failure is logged only.
+	changed := gone
+	for _, m := range members {
+		if !was[m.UserID] {
+			changed = append(changed, m.UserID)
+		}
+	}
+	if err := l.cache.Resync(ctx, changed); err != nil {
+		l.opts.Logger.WarnContext(ctx, "telling devices their groups changed failed", "err", err)
+	}
+	return nil
 }

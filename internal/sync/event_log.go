@@ -9,29 +9,24 @@ import (
 	"github.com/msggate/msggate/internal/im"
 )
 
-// Every change a user's devices must learn is appended to that user's event log (see
-// cache.AppendEvents). A change is acknowledged to its caller only after its events are
-// appended: a failed append is returned as an error, so the caller retries, and retries are
-// safe (a repeated send finds its seq by client message ID and announces it again; events are
-// idempotent for a replica).
+// Every change a user's devices must learn is logged once, where every reader finds it: a
+// group conversation's changes (messages, revokes, deletes and clears for everyone) in the
+// conversation's own stream, whatever the group's size; everything else (reads, deletes and
+// clears for one user, single chats) in each user's event log (see cache.AppendEvents and
+// cache.AppendGroupEvents). A device follows its user's log and the stream of each group the
+// user is in; its sync token holds a cursor for each (im.SyncToken). A change is acknowledged
+// to its caller only after its events are logged: a failed append is returned as an error, so
+// the caller retries, and retries are safe (every event carries a key naming its change, and a
+// stream logs a key once).
 
-// Members returns the users whose devices must learn about changes in a conversation.
-func (l *Ledger) Members(ctx context.Context, conv im.Conversation) ([]string, error) {
+// personalReaders returns the users whose own logs take a change in a conversation that is not
+// a group's: the two users of a single chat, the owner of a notification conversation.
+func personalReaders(conv im.Conversation) ([]string, error) {
 	switch conv.Kind {
 	case im.SingleChat, im.UserNotification:
 		return conv.UserIDs, nil
-	case im.GroupChat, im.GroupNotification:
-		ms, err := l.store.GroupMembers(ctx, conv.GroupID)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]string, len(ms))
-		for i, m := range ms {
-			out[i] = m.UserID
-		}
-		return out, nil
 	}
-	return nil, im.Errorf(im.EINTERNAL, "conversation %s has no known kind", conv.ID)
+	return nil, im.Errorf(im.EINTERNAL, "conversation %s has no personal readers", conv.ID)
 }
 
 // StoredMessage names one message that was just stored (see RecordStored, AnnounceMessages).
@@ -42,9 +37,42 @@ type StoredMessage struct {
 	SendTime       int64
 }
 
-// AnnounceMessages appends a NEW_MESSAGE event, with the new counters, to the log of every
-// member of each message's conversation. Messages come in seq order per conversation.
+// messageKey names a message's announcement. A message has one seq for good: its writer, a
+// retry of its send and the relay all announce it under this key, and the stream keeps the
+// first.
+func messageKey(conversationID string, seq int64) string {
+	return "m:" + conversationID + ":" + strconv.FormatInt(seq, 10)
+}
+
+// AnnounceMessages logs a NEW_MESSAGE event for each message: once in its group's stream, or
+// in the log of each user of a single chat, with the new counters. Messages come in seq order
+// per conversation.
 func (l *Ledger) AnnounceMessages(ctx context.Context, msgs []StoredMessage) error {
+	var grouped []cache.GroupAppend
+	var personal []StoredMessage
+	for _, m := range msgs {
+		conv, err := im.ParseConversationID(m.ConversationID)
+		if err != nil {
+			return err
+		}
+		if !conv.Kind.IsGroup() {
+			personal = append(personal, m)
+			continue
+		}
+		grouped = append(grouped, cache.GroupAppend{
+			Event: im.Event{Type: im.EventNewMessage, Time: m.SendTime, ConversationID: m.ConversationID,
+				Seq: m.Seq, SendID: m.SendID},
+			MaxSeq: m.Seq, Key: messageKey(m.ConversationID, m.Seq)})
+	}
+	if _, err := l.cache.AppendGroupEvents(ctx, grouped); err != nil {
+		return err
+	}
+	return l.announcePersonalMessages(ctx, personal)
+}
+
+// announcePersonalMessages appends a NEW_MESSAGE event, with the user's new counters, to the
+// log of both users of each message's single chat.
+func (l *Ledger) announcePersonalMessages(ctx context.Context, msgs []StoredMessage) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -59,7 +87,7 @@ func (l *Ledger) AnnounceMessages(ctx context.Context, msgs []StoredMessage) err
 		if err != nil {
 			return err
 		}
-		ms, err := l.Members(ctx, conv)
+		ms, err := personalReaders(conv)
 		if err != nil {
 			return err
 		}
@@ -98,9 +126,7 @@ func (l *Ledger) AnnounceMessages(ctx context.Context, msgs []StoredMessage) err
 				Event: im.Event{Type: im.EventNewMessage, Time: m.SendTime, ConversationID: m.ConversationID,
 					Seq: m.Seq, SendID: m.SendID},
 				MaxSeq: m.Seq, ConvMinSeq: st.MinSeq, ReadSeq: read, UserMinSeq: st.UserMinSeq,
-				// A message has one seq for good: its writer, a retry of its send and the
-				// relay all announce it under this key, and the log keeps the first.
-				Key: "m:" + m.ConversationID + ":" + strconv.FormatInt(m.Seq, 10),
+				Key: messageKey(m.ConversationID, m.Seq),
 			})
 		}
 	}
@@ -108,28 +134,36 @@ func (l *Ledger) AnnounceMessages(ctx context.Context, msgs []StoredMessage) err
 	return err
 }
 
-// AnnounceRevoke tells every member that the message at seq was revoked. A message is revoked
+// AnnounceRevoke tells every reader that the message at seq was revoked. A message is revoked
 // once, so the announcement is keyed by its seq: announcing it again adds nothing.
 func (l *Ledger) AnnounceRevoke(ctx context.Context, conv im.Conversation, seq int64) error {
-	ms, err := l.Members(ctx, conv)
-	if err != nil {
-		return err
-	}
-	return l.announce(ctx, ms, im.Event{Type: im.EventRevoke, ConversationID: conv.ID, Seq: seq},
+	return l.announceToAll(ctx, conv, im.Event{Type: im.EventRevoke, ConversationID: conv.ID, Seq: seq},
 		"r:"+conv.ID+":"+strconv.FormatInt(seq, 10))
 }
 
-// AnnounceDelete tells the deleting user (forEveryone false) or every member that seqs were
+// AnnounceDelete tells the deleting user (forEveryone false) or every reader that seqs were
 // deleted. key names the change (IntentKey): a second announcement under it adds nothing.
 func (l *Ledger) AnnounceDelete(ctx context.Context, userID string, conv im.Conversation, seqs []int64, forEveryone bool, key string) error {
-	users := []string{userID}
+	ev := im.Event{Type: im.EventDelete, ConversationID: conv.ID, Seqs: seqs, ForEveryone: forEveryone}
 	if forEveryone {
-		var err error
-		if users, err = l.Members(ctx, conv); err != nil {
-			return err
-		}
+		return l.announceToAll(ctx, conv, ev, key)
 	}
-	return l.announce(ctx, users, im.Event{Type: im.EventDelete, ConversationID: conv.ID, Seqs: seqs, ForEveryone: forEveryone}, key)
+	return l.announce(ctx, []string{userID}, ev, key)
+}
+
+// announceToAll logs a counter-free event of a conversation where all its readers find it: in
+// a group's stream, or in the logs of a single chat's users.
+func (l *Ledger) announceToAll(ctx context.Context, conv im.Conversation, ev im.Event, key string) error {
+	if conv.Kind.IsGroup() {
+		ev.Time = time.Now().UnixMilli()
+		_, err := l.cache.AppendGroupEvents(ctx, []cache.GroupAppend{{Event: ev, Key: key}})
+		return err
+	}
+	users, err := personalReaders(conv)
+	if err != nil {
+		return err
+	}
+	return l.announce(ctx, users, ev, key)
 }
 
 // announce appends one counter-free event to each user's log, under key.
@@ -155,49 +189,4 @@ func (l *Ledger) announceStates(ctx context.Context, ev im.Event, users []string
 			MaxSeq: st.MaxSeq, ConvMinSeq: st.MinSeq, ReadSeq: st.ReadSeq, UserMinSeq: st.UserMinSeq}
 	}
 	return l.cache.AppendEvents(ctx, appends)
-}
-
-// Difference is a page of a user's events after a token.
-type Difference struct {
-	// Token to pass next time: after the last event returned, or the log's head.
-	Token im.SyncToken
-	// Events after the token given, oldest first.
-	Events []im.Event
-	// HasMore: more events follow; ask again with Token.
-	HasMore bool
-	// TooLong: the token cannot be served (the log was lost or has moved past it). The client
-	// must start again from the state summary; Token is then the log's head.
-	TooLong bool
-}
-
-// Difference returns up to limit of userID's events after since.
-func (l *Ledger) Difference(ctx context.Context, userID string, since im.SyncToken, limit int) (Difference, error) {
-	page, err := l.cache.ReadEvents(ctx, userID, since, limit)
-	if err != nil {
-		return Difference{}, err
-	}
-	d := Difference{Token: page.Head, TooLong: page.TooLong, Events: page.Events}
-	if n := len(page.Events); n > 0 {
-		d.Token = page.Events[n-1].Token()
-		d.HasMore = d.Token.Position < page.Head.Position
-	}
-	return d, nil
-}
-
-// Summary is a user's state summary: every conversation with messages, newest activity first,
-// and the token of the event log it is valid from.
-type Summary struct {
-	Token         im.SyncToken
-	Conversations []im.SeqState
-}
-
-// Summary reads userID's state summary. The token is read in the same Redis round trip as the
-// seq and read state, before it, so replaying the events after the token from the summary
-// loses nothing.
-func (l *Ledger) Summary(ctx context.Context, userID string) (Summary, error) {
-	states, head, err := l.userConversations(ctx, userID, true)
-	if err != nil {
-		return Summary{}, err
-	}
-	return Summary{Token: head, Conversations: states}, nil
 }

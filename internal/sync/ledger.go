@@ -119,7 +119,7 @@ func (l *Ledger) States(ctx context.Context, userID string, conversationIDs []st
 // one MongoDB query per collection and one more round trip to fill Redis). With withHeads it
 // also returns each query's user's event log head, read in the same round trip; a Redis
 // failure is then an error, since no token can be given without the log.
-func (l *Ledger) statesMany(ctx context.Context, queries []cache.StateQuery, withHeads bool) ([][]im.SeqState, []im.SyncToken, error) {
+func (l *Ledger) statesMany(ctx context.Context, queries []cache.StateQuery, withHeads bool) ([][]im.SeqState, []im.Cursor, error) {
 	out := make([][]im.SeqState, len(queries))
 	cached, err := l.cache.GetStatesMany(ctx, queries, withHeads)
 	if err != nil {
@@ -345,13 +345,24 @@ func (l *Ledger) RaiseMinSeq(ctx context.Context, conversationID string, minSeq 
 	})
 }
 
-// announceMinSeq tells every member of the conversation that seqs below minSeq are gone.
+// announceMinSeq tells every reader of the conversation that seqs below minSeq are gone: once
+// in a group's stream, or in the log of each user of a single chat, with their counters.
 func (l *Ledger) announceMinSeq(ctx context.Context, conversationID string, minSeq int64, key string) error {
 	conv, err := im.ParseConversationID(conversationID)
 	if err != nil {
 		return err
 	}
-	members, err := l.Members(ctx, conv)
+	ev := im.Event{Type: im.EventClear, ConversationID: conversationID, ForEveryone: true}
+	if conv.Kind.IsGroup() {
+		st, _, err := l.statesMany(ctx, []cache.StateQuery{{ConversationIDs: []string{conversationID}}}, false)
+		if err != nil {
+			return err
+		}
+		ev.Time = time.Now().UnixMilli()
+		_, err = l.cache.AppendGroupEvents(ctx, []cache.GroupAppend{{Event: ev, MaxSeq: st[0][0].MaxSeq, MinSeq: minSeq, Key: key}})
+		return err
+	}
+	members, err := personalReaders(conv)
 	if err != nil {
 		return err
 	}
@@ -368,6 +379,6 @@ func (l *Ledger) announceMinSeq(ctx context.Context, conversationID string, minS
 		flat[i] = states[i][0]
 		flat[i].MinSeq = max(flat[i].MinSeq, minSeq)
 	}
-	_, err = l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: conversationID, ForEveryone: true}, members, flat, key)
+	_, err = l.announceStates(ctx, ev, members, flat, key)
 	return err
 }

@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"errors"
+	"maps"
 	gosync "sync"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 type HubOptions struct {
 	// Buffer is how many live events may wait for one subscriber. When it is full (a burst,
 	// or a subscriber reading slowly) later events are not queued: the subscriber reads them
-	// from the log at its own pace, so publishers never wait. Default 1024.
+	// from the log at its own pace, so publishers never wait. Default DefaultHubBuffer.
 	Buffer int
 	// StallTimeout is how long one event may wait for the subscriber's connection to take
 	// it. A subscriber that stalls longer is dropped (ErrSlowConsumer): it is not reading at
@@ -34,9 +35,11 @@ const subscribeTimeout = 10 * time.Second
 // ErrSlowConsumer ends a subscription whose subscriber stopped taking events.
 var ErrSlowConsumer = errors.New("slow consumer: the subscriber stopped taking its events")
 
-// Hub delivers users' events, published on any gateway instance, to this instance's
-// subscribers. It holds one Redis subscription per user with subscribers here. It is safe for
-// concurrent use.
+// Hub delivers users' events and group streams' events, published on any gateway instance, to
+// this instance's subscribers. It holds one Redis connection, with one channel per user and
+// one per group stream that has subscribers here: a group message is received once per
+// instance, and handed to each of its subscribers here in process. It is safe for concurrent
+// use.
 type Hub struct {
 	ledger *Ledger
 	cache  *cache.Cache
@@ -45,15 +48,16 @@ type Hub struct {
 
 	// opMu orders the Redis subscribe and unsubscribe calls as the decisions to make them were
 	// taken, so a late unsubscribe never cancels a newer subscribe.
-	opMu  gosync.Mutex
-	mu    gosync.Mutex
-	users map[string]map[*Subscription]struct{}
+	opMu   gosync.Mutex
+	mu     gosync.Mutex
+	users  map[string]map[*Subscription]struct{}
+	groups map[string]map[*Subscription]struct{}
 }
 
 // NewHub starts a Hub. Close it to release its Redis connection.
 func NewHub(l *Ledger, c *cache.Cache, opts HubOptions) *Hub {
 	if opts.Buffer <= 0 {
-		opts.Buffer = 1024
+		opts.Buffer = DefaultHubBuffer
 	}
 	if opts.ReplayPage <= 0 {
 		opts.ReplayPage = 500
@@ -61,10 +65,15 @@ func NewHub(l *Ledger, c *cache.Cache, opts HubOptions) *Hub {
 	if opts.StallTimeout <= 0 {
 		opts.StallTimeout = 10 * time.Second
 	}
-	h := &Hub{ledger: l, cache: c, opts: opts, users: map[string]map[*Subscription]struct{}{}}
+	h := &Hub{ledger: l, cache: c, opts: opts, users: map[string]map[*Subscription]struct{}{},
+		groups: map[string]map[*Subscription]struct{}{}}
 	h.feed = c.OpenEventFeed(h.deliver)
 	return h
 }
+
+// DefaultHubBuffer is HubOptions.Buffer's default. A subscriber whose buffer fills reads from
+// the log instead, so the buffer only has to cover a burst; every idle subscriber holds one.
+const DefaultHubBuffer = 64
 
 // ErrShuttingDown ends the subscriptions of a gateway instance that is shutting down.
 var ErrShuttingDown = errors.New("the gateway is shutting down; reconnect with your last token")
@@ -114,11 +123,15 @@ func (h *Hub) Subscribers() int {
 
 // deliver runs on the feed's goroutine: it must never block. A subscriber whose buffer is
 // full is told it overflowed, and reads what it missed from the log. A nil event means events
-// may have been missed; subscribers then re-read the log.
-func (h *Hub) deliver(userID string, ev *im.Event) {
+// may have been missed (or the user's groups changed); subscribers then re-read.
+func (h *Hub) deliver(userID, group string, ev *im.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for s := range h.users[userID] {
+	subs := h.users[userID]
+	if group != "" {
+		subs = h.groups[group]
+	}
+	for s := range subs {
 		select {
 		case s.live <- ev:
 		default:
@@ -130,7 +143,8 @@ func (h *Hub) deliver(userID string, ev *im.Event) {
 	}
 }
 
-// Subscription is one subscriber's stream of a user's events.
+// Subscription is one subscriber's stream of a user's events: their own log's and those of
+// the group streams they follow.
 type Subscription struct {
 	hub    *Hub
 	userID string
@@ -140,10 +154,14 @@ type Subscription struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	once     gosync.Once
+	// following is the set of group streams whose channels deliver to this subscription;
+	// guarded by hub.mu, changed by Run's goroutine under hub.opMu.
+	following map[string]struct{}
 }
 
-// Subscribe opens a subscription to userID's events. It returns once live events are being
-// received, so none published after it returns is missed. Close it when done.
+// Subscribe opens a subscription to userID's events. It returns once live events of the
+// user's own log are being received, so none published after it returns is missed (Run
+// subscribes to the group streams before it reads them). Close it when done.
 func (h *Hub) Subscribe(ctx context.Context, userID string) (*Subscription, error) {
 	sctx, cancel := context.WithCancelCause(ctx)
 	s := &Subscription{hub: h, userID: userID, live: make(chan *im.Event, h.opts.Buffer),
@@ -174,44 +192,122 @@ func (h *Hub) Subscribe(ctx context.Context, userID string) (*Subscription, erro
 	return s, nil
 }
 
-// remove forgets s and reports whether it was the user's last subscriber here.
-func (h *Hub) remove(s *Subscription) bool {
+// remove forgets s and reports whether it was the user's last subscriber here; it returns the
+// group streams s was the last subscriber of here.
+func (h *Hub) remove(s *Subscription) (lastOfUser bool, lastOfGroups []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for g := range s.following {
+		if h.unfollowLocked(s, g) {
+			lastOfGroups = append(lastOfGroups, g)
+		}
+	}
 	subs := h.users[s.userID]
 	delete(subs, s)
 	if len(subs) == 0 && subs != nil {
 		delete(h.users, s.userID)
+		return true, lastOfGroups
+	}
+	return false, lastOfGroups
+}
+
+// unfollowLocked stops delivering group g to s and reports whether s was its last subscriber
+// here. h.mu must be held.
+func (h *Hub) unfollowLocked(s *Subscription, g string) bool {
+	delete(s.following, g)
+	subs := h.groups[g]
+	delete(subs, s)
+	if len(subs) == 0 && subs != nil {
+		delete(h.groups, g)
 		return true
 	}
 	return false
 }
 
-// Close ends the subscription and, for the user's last subscriber here, the Redis
-// subscription.
+// follow makes the group streams s receives live exactly groups: it subscribes the channels
+// of streams no one here followed (and waits for Redis to confirm them) and unsubscribes
+// those no one here follows any more. It reports whether s follows streams it did not.
+func (s *Subscription) follow(groups map[string]im.Cursor) (bool, error) {
+	h := s.hub
+	h.opMu.Lock()
+	defer h.opMu.Unlock()
+	var first, last, added []string
+	h.mu.Lock()
+	for g := range s.following {
+		if _, keep := groups[g]; !keep && h.unfollowLocked(s, g) {
+			last = append(last, g)
+		}
+	}
+	for g := range groups {
+		if _, ok := s.following[g]; ok {
+			continue
+		}
+		if s.following == nil {
+			s.following = map[string]struct{}{}
+		}
+		s.following[g] = struct{}{}
+		added = append(added, g)
+		subs := h.groups[g]
+		if subs == nil {
+			subs = map[*Subscription]struct{}{}
+			h.groups[g] = subs
+			first = append(first, g)
+		}
+		subs[s] = struct{}{}
+	}
+	h.mu.Unlock()
+	ctx := context.WithoutCancel(s.ctx)
+	for _, g := range last {
+		// A failure leaves an idle channel subscribed; its messages find no subscriber.
+		_ = h.feed.UnsubscribeGroup(ctx, g)
+	}
+	for _, g := range first {
+		subCtx, cancel := context.WithTimeout(s.ctx, subscribeTimeout)
+		err := h.feed.SubscribeGroup(subCtx, g)
+		cancel()
+		if err != nil {
+			// Forget g, so that the next attempt subscribes its channel again.
+			h.mu.Lock()
+			h.unfollowLocked(s, g)
+			h.mu.Unlock()
+			return false, err
+		}
+	}
+	return len(added) > 0, nil
+}
+
+// Close ends the subscription and, for the last subscriber here of the user or of a group
+// stream, the Redis subscription.
 func (s *Subscription) Close() {
 	s.once.Do(func() {
 		s.cancel(context.Canceled)
 		h := s.hub
 		h.opMu.Lock()
 		defer h.opMu.Unlock()
-		if h.remove(s) {
-			// A failure leaves an idle channel subscribed; its messages find no subscriber.
-			_ = h.feed.Unsubscribe(context.WithoutCancel(s.ctx), s.userID)
+		lastOfUser, lastOfGroups := h.remove(s)
+		ctx := context.WithoutCancel(s.ctx)
+		// A failure leaves an idle channel subscribed; its messages find no subscriber.
+		if lastOfUser {
+			_ = h.feed.Unsubscribe(ctx, s.userID)
+		}
+		for _, g := range lastOfGroups {
+			_ = h.feed.UnsubscribeGroup(ctx, g)
 		}
 	})
 }
 
 // Run streams the user's events to send: first those after since (all new ones when since is
-// nil), then live ones, in position order with no gap and no duplicate. When since cannot be
-// served (or the log is lost while streaming) it sends one TOO_LONG event and returns nil.
-// It returns ErrSlowConsumer when one event waited for the subscriber longer than the stall
-// timeout, and the context's cause when the caller's context ends. While Redis is unavailable
-// after the stream started, it keeps retrying the log instead of ending. send must give up
-// when its context ends.
+// nil), then live ones, in position order within each stream with no gap and no duplicate.
+// When since cannot be served (or a log is lost while streaming) it sends one TOO_LONG event
+// and returns nil. It returns ErrSlowConsumer when one event waited for the subscriber longer
+// than the stall timeout, and the context's cause when the caller's context ends. While Redis
+// is unavailable after the stream started, it keeps retrying the log instead of ending. send
+// must give up when its context ends.
 func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Event) error) error {
 	ctx := s.ctx
 	stall := s.hub.opts.StallTimeout
+	// views holds the user's own counters in each group followed, to personalize its events.
+	views := map[string]MemberView{}
 	// deliver gives send one event, and gives up on a subscriber that does not take it.
 	deliver := func(ev im.Event) error {
 		sendCtx, cancel := context.WithTimeoutCause(ctx, stall, ErrSlowConsumer)
@@ -223,33 +319,70 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 		}
 		return err
 	}
-	var last im.SyncToken
+	var tok im.SyncToken
 	if since != nil {
-		last = *since
+		tok = *since
 	} else {
-		head, err := s.hub.cache.EventHead(ctx, s.userID)
+		head, err := s.hub.ledger.Head(ctx, s.userID)
 		if err != nil {
 			return err
 		}
-		last = head
+		tok = head
 	}
-	// catchUp sends what the log holds after last; false when the subscription must end.
+	// catchUp sends what the logs hold after tok; false when the subscription must end.
 	catchUp := func() (bool, error) {
 		for {
-			d, err := s.hub.ledger.Difference(ctx, s.userID, last, s.hub.opts.ReplayPage)
+			d, err := s.hub.ledger.Difference(ctx, s.userID, tok, s.hub.opts.ReplayPage)
 			if err != nil {
 				return false, err
 			}
 			if d.TooLong {
-				return false, deliver(im.Event{Type: im.EventTooLong, Epoch: d.Token.Epoch, Position: d.Token.Position})
+				return false, deliver(im.Event{Type: im.EventTooLong, Epoch: d.Token.User.Epoch, Position: d.Token.User.Position})
 			}
+			maps.Copy(views, d.Views)
 			for _, ev := range d.Events {
+				if ev.Type == im.EventLeave {
+					delete(views, ev.Stream)
+				} else if v, ok := views[ev.ConversationID]; ok && ev.Stream == "" {
+					v.observe(ev, s.userID)
+					views[ev.ConversationID] = v
+				}
 				if err := deliver(ev); err != nil {
 					return false, err
 				}
 			}
-			last = d.Token
+			tok = d.Token
 			if !d.HasMore {
+				return true, nil
+			}
+		}
+	}
+	// sync catches up, then follows the group streams the token names; when that adds
+	// streams, it catches up again, for what they logged before their channels were heard.
+	sync := func() (bool, error) {
+		for {
+			ok, err := catchUp()
+			if !ok {
+				return false, err
+			}
+			added, err := s.follow(tok.Groups)
+			if err != nil {
+				return false, err
+			}
+			var unseen []string
+			for g := range tok.Groups {
+				if _, ok := views[g]; !ok {
+					unseen = append(unseen, g)
+				}
+			}
+			if len(unseen) > 0 {
+				vs, err := s.hub.ledger.MemberViews(ctx, s.userID, unseen)
+				if err != nil {
+					return false, err
+				}
+				maps.Copy(views, vs)
+			}
+			if !added {
 				return true, nil
 			}
 		}
@@ -263,15 +396,15 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 		}
 		return err
 	}
-	// retry is armed while the log cannot be read: Redis restarting or failing over is not a
+	// retry is armed while the logs cannot be read: Redis restarting or failing over is not a
 	// reason to end the stream, and the client's token stays valid (or turns into TOO_LONG
 	// once Redis is back without the log).
 	retry := time.NewTimer(0)
 	retry.Stop()
 	backoff := time.Duration(0)
-	// resume runs catchUp and reports whether the subscription ends, and with what.
+	// resume runs sync and reports whether the subscription ends, and with what.
 	resume := func() (bool, error) {
-		ok, err := catchUp()
+		ok, err := sync()
 		switch {
 		case ok:
 			backoff = 0
@@ -297,8 +430,8 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 				return err
 			}
 		case <-s.overflow:
-			// Events were left out of live: what is queued is older than them, and the log
-			// has everything.
+			// Events were left out of live: what is queued is older than them, and the logs
+			// have everything.
 			for len(s.live) > 0 {
 				<-s.live
 			}
@@ -306,16 +439,41 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 				return err
 			}
 		case ev := <-s.live:
+			if ev == nil {
+				// Events may have been missed, or the user's groups changed: the logs know.
+				if end, err := resume(); end {
+					return err
+				}
+				continue
+			}
+			cur, followed := tok.User, true
+			if ev.Stream != "" {
+				cur, followed = tok.Groups[ev.Stream]
+			}
 			switch {
-			case ev != nil && ev.Epoch == last.Epoch && ev.Position <= last.Position:
+			case !followed:
+				// A stream this subscription stopped following (its user left the group).
+			case ev.Epoch == cur.Epoch && ev.Position <= cur.Position:
 				// Already sent, from the log.
-			case ev != nil && ev.Epoch == last.Epoch && ev.Position == last.Position+1 && backoff == 0:
-				if err := deliver(*ev); err != nil {
+			case ev.Epoch == cur.Epoch && ev.Position == cur.Position+1 && backoff == 0:
+				out := *ev // shared with the stream's other subscribers here
+				if ev.Stream != "" {
+					v := views[ev.Stream]
+					v.personalize(&out, s.userID)
+					views[ev.Stream] = v
+					tok.Groups[ev.Stream] = out.Cursor()
+				} else {
+					if v, ok := views[out.ConversationID]; ok {
+						v.observe(out, s.userID)
+						views[out.ConversationID] = v
+					}
+					tok.User = out.Cursor()
+				}
+				if err := deliver(out); err != nil {
 					return stop(err)
 				}
-				last = ev.Token()
 			default:
-				// A gap, a new log, or a hint that events were missed: the log knows.
+				// A gap, or a new log: the log knows.
 				if end, err := resume(); end {
 					return err
 				}
