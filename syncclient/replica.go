@@ -173,7 +173,12 @@ func (c *Client) apply(ev Event) {
 		delete(c.pending, ev.ConversationID)
 		delete(c.replica.cursors.groups, ev.Stream)
 		conv = nil
-	case EventNewMessage, EventRead, EventClear, EventJoin:
+	case EventJoin:
+		if !known && ev.MaxSeq == 0 {
+			break // a conversation without messages is not listed until it has one
+		}
+		fallthrough
+	case EventNewMessage, EventRead, EventClear:
 		if !known {
 			conv = &Conversation{ID: ev.ConversationID, Messages: map[int64]Message{}}
 			c.replica.convs[ev.ConversationID] = conv

@@ -170,7 +170,7 @@ func TestSyncTooLongRecovery(t *testing.T) {
 		t.Fatalf("difference since %s after %d missed events: tooLong false", stale, missed)
 	}
 	want, total, head := serverCounters(t, g, dora)
-	if pos := head[strings.LastIndexByte(head, '.')+1:]; len(pos) < 5 {
+	if user := userCursor(head); len(user[strings.LastIndexByte(user, '.')+1:]) < 5 {
 		t.Fatalf("head %s: the log did not move past %d events", head, missed)
 	}
 	budget := 2 + (conversations+99)/100
