@@ -155,4 +155,3 @@ func TestGroupStreamMembershipChanges(t *testing.T) {
 		t.Errorf("ann, in the group throughout, applied %v", seen["ann"])
 	}
 }
-
