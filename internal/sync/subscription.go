@@ -121,6 +121,13 @@ func (h *Hub) Subscribers() int {
 	return n
 }
 
+// GroupSubscribers returns how many subscriptions here follow a group conversation's stream.
+func (h *Hub) GroupSubscribers(conversationID string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.groups[conversationID])
+}
+
 // deliver runs on the feed's goroutine: it must never block. A subscriber whose buffer is
 // full is told it overflowed, and reads what it missed from the log. A nil event means events
 // may have been missed (or the user's groups changed); subscribers then re-read.

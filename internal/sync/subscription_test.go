@@ -2,6 +2,7 @@ package sync_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -97,5 +98,80 @@ func TestSubscriptionOutlivesRedisRestart(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the subscription did not end after TOO_LONG")
+	}
+}
+
+// Ensure a group's event reaches every subscribed member on an instance through one Redis
+// channel subscription, with each member's own counters.
+func TestHubFansOutGroupEventsInProcess(t *testing.T) {
+	ctx := context.Background()
+	ledgers, _, rs := newLedgers(t, 1)
+	l := ledgers[0]
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := cache.New(rdb, cache.Options{})
+	hub := imsync.NewHub(l, c, imsync.HubOptions{})
+	t.Cleanup(func() { _ = hub.Close() })
+	const n = 200
+	members := make([]im.GroupMember, n)
+	for i := range members {
+		members[i] = im.GroupMember{UserID: fmt.Sprintf("u%03d", i), Role: im.RoleMember}
+	}
+	if err := l.SetGroup(ctx, "many", members); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan [2]any, 2*n)
+	for _, m := range members {
+		sub, err := hub.Subscribe(ctx, m.UserID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(sub.Close)
+		go func() {
+			_ = sub.Run(nil, func(ctx context.Context, ev im.Event) error {
+				got <- [2]any{m.UserID, ev}
+				return nil
+			})
+		}()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for hub.GroupSubscribers("sg_many") < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d subscriptions follow the group's stream", hub.GroupSubscribers("sg_many"), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	numsub, err := rdb.Do(ctx, "PUBSUB", "NUMSUB", c.GroupChannel("sg_many")).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if numsub[1].(int64) != 1 {
+		t.Errorf("the group's channel has %v Redis subscribers, want 1 (the hub's connection)", numsub[1])
+	}
+	msg := imsync.StoredMessage{ConversationID: "sg_many", Seq: 1, SendID: "u000", SendTime: time.Now().UnixMilli()}
+	if err := l.RecordStored(ctx, []imsync.StoredMessage{msg}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AnnounceMessages(ctx, []imsync.StoredMessage{msg}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for len(seen) < n {
+		select {
+		case d := <-got:
+			user, ev := d[0].(string), d[1].(im.Event)
+			if ev.Type != im.EventNewMessage || ev.Stream != "sg_many" || ev.Seq != 1 {
+				t.Fatalf("%s got %+v, want the group's message", user, ev)
+			}
+			if want := int64(1); user != "u000" && ev.Unread != want || user == "u000" && (ev.Unread != 0 || ev.ReadSeq != 1) {
+				t.Errorf("%s's counters: %+v", user, ev)
+			}
+			if seen[user] {
+				t.Fatalf("%s got the message twice", user)
+			}
+			seen[user] = true
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%d of %d members got the message", len(seen), n)
+		}
 	}
 }
