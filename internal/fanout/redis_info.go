@@ -15,6 +15,8 @@ type redisFigures struct {
 	// Commands is the calls of every command since the start, INFO's own left out: the bench
 	// asks INFO itself, and the gateway's work is what is measured.
 	Commands int64
+	// ByCommand is the calls of each command (lower case, as INFO names them).
+	ByCommand map[string]int64
 	// UsedMemory is used_memory: the bytes Redis holds for data and its own structures.
 	UsedMemory int64
 }
@@ -29,7 +31,7 @@ func redisInfo(addr string) (redisFigures, error) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	r := bufio.NewReader(c)
-	var f redisFigures
+	f := redisFigures{ByCommand: map[string]int64{}}
 	for _, section := range []string{"commandstats", "memory"} {
 		fmt.Fprintf(c, "*2\r\n$4\r\nINFO\r\n$%d\r\n%s\r\n", len(section), section)
 		text, err := readBulk(r)
@@ -40,7 +42,7 @@ func redisInfo(addr string) (redisFigures, error) {
 			switch {
 			case strings.HasPrefix(line, "cmdstat_") && !strings.HasPrefix(line, "cmdstat_info:"):
 				// cmdstat_get:calls=12,usec=...
-				_, stats, _ := strings.Cut(line, ":")
+				name, stats, _ := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
 				for _, kv := range strings.Split(stats, ",") {
 					if v, ok := strings.CutPrefix(kv, "calls="); ok {
 						n, err := strconv.ParseInt(v, 10, 64)
@@ -48,6 +50,7 @@ func redisInfo(addr string) (redisFigures, error) {
 							return redisFigures{}, fmt.Errorf("redis INFO: %q: %w", line, err)
 						}
 						f.Commands += n
+						f.ByCommand[name] += n
 					}
 				}
 			case strings.HasPrefix(line, "used_memory:"):

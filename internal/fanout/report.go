@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -17,6 +18,8 @@ type Report struct {
 	// the devices connected and nothing sent, measured before; RedisCommandsNet is
 	// RedisCommands less that rate over the send phase.
 	RedisCommands, RedisIdlePerSecond, RedisCommandsNet float64
+	// TopCommands are the commands the send phase ran most, with their calls per message.
+	TopCommands []CommandCount
 	// RedisBytes is the growth of Redis's used_memory over the send phase per message.
 	RedisBytes float64
 
@@ -41,7 +44,23 @@ func (r *Report) redis(idleStart, idleEnd redisFigures, idleTook time.Duration, 
 	r.RedisCommands = float64(sendEnd.Commands-sendStart.Commands) / m
 	r.RedisCommandsNet = r.RedisCommands - r.RedisIdlePerSecond*sendTook.Seconds()/m
 	r.RedisBytes = float64(sendEnd.UsedMemory-sendStart.UsedMemory) / m
+	for name, n := range sendEnd.ByCommand {
+		if d := n - sendStart.ByCommand[name]; d > 0 {
+			r.TopCommands = append(r.TopCommands, CommandCount{Name: name, PerMessage: float64(d) / m})
+		}
+	}
+	slices.SortFunc(r.TopCommands, func(a, b CommandCount) int { return cmp.Compare(b.PerMessage, a.PerMessage) })
+	r.TopCommands = r.TopCommands[:min(len(r.TopCommands), topCommands)]
 }
+
+// CommandCount is one Redis command's calls per message.
+type CommandCount struct {
+	Name       string
+	PerMessage float64
+}
+
+// topCommands is how many commands the report names: enough to see where a message's cost goes.
+const topCommands = 6
 
 func (r *Report) gateways(before, idle []gatewayFigures) {
 	var heap, goroutines float64
@@ -104,6 +123,13 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "\n%s\n%s\n\n", TableHeader, r.Row())
 	fmt.Fprintf(w, "%d messages. Redis idle with the devices connected: %.1f commands/s; less that, %.0f commands/message.\n",
 		r.Messages, r.RedisIdlePerSecond, r.RedisCommandsNet)
+	if len(r.TopCommands) > 0 {
+		fmt.Fprint(w, "Redis commands per message, most first:")
+		for _, c := range r.TopCommands {
+			fmt.Fprintf(w, " %s %.1f", c.Name, c.PerMessage)
+		}
+		fmt.Fprintln(w)
+	}
 	if r.Missing > 0 || r.Dropped > 0 {
 		fmt.Fprintf(w, "%d deliveries never arrived; the gateway ended %d devices' connections.\n", r.Missing, r.Dropped)
 	}
