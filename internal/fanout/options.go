@@ -14,8 +14,9 @@ type Options struct {
 	// Messages is how many messages are sent to the group, Interval apart.
 	Messages int
 	Interval time.Duration
-	// Settle is how long the devices stay idle once subscribed before the gateways' memory and
-	// goroutines are read (the gateway offers no way to force a GC; see Report.HeapPerDevice).
+	// Settle is how long the devices stay idle once subscribed while the gateways' memory and
+	// goroutines are read, at their lowest (the gateway offers no way to force a GC; see
+	// Report.HeapPerDevice).
 	Settle time.Duration
 	// Dir holds the run's processes' files and logs; empty: a temporary directory, removed after.
 	Dir string

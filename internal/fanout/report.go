@@ -32,8 +32,9 @@ type Report struct {
 
 	// HeapPerDevice and GoroutinesPerDevice are the growth, summed over the instances, of
 	// go_memstats_heap_inuse_bytes and go_goroutines from before the devices connected to
-	// Settle after they were all subscribed, divided by the devices. The gateway offers no way
-	// to force a GC, so the heap figure includes garbage not yet collected: an upper bound.
+	// their lowest over the Settle after all were subscribed, divided by the devices. The
+	// gateway offers no way to force a GC, so the heap figure may include garbage not yet
+	// collected: an upper bound.
 	HeapPerDevice, GoroutinesPerDevice float64
 	Settle                             time.Duration
 }
@@ -133,7 +134,7 @@ func (r *Report) Print(w io.Writer) {
 	if r.Missing > 0 || r.Dropped > 0 {
 		fmt.Fprintf(w, "%d deliveries never arrived; the gateway ended %d devices' connections.\n", r.Missing, r.Dropped)
 	}
-	fmt.Fprintf(w, "Gateway figures: go_memstats_heap_inuse_bytes and go_goroutines, %s after the last subscription, without a forced GC (heap is an upper bound).\n", r.Settle)
+	fmt.Fprintf(w, "Gateway figures: go_memstats_heap_inuse_bytes and go_goroutines, lowest over %s idle after the last subscription, less before the devices; no GC forced (heap is an upper bound).\n", r.Settle)
 }
 
 func ms(d time.Duration) string {

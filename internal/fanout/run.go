@@ -150,10 +150,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	fmt.Fprintf(out, "all %d subscribed after %s; idle for %s before reading the gateways' memory...\n", o.Devices, time.Since(began).Round(time.Millisecond), o.Settle)
-	if !sleep(ctx, o.Settle) {
-		return nil, ctx.Err()
-	}
-	idle, err := scrapeAll(ctx, httpClient, gws)
+	idle, err := settle(ctx, httpClient, gws, o.Settle)
 	if err != nil {
 		return nil, err
 	}
@@ -311,6 +308,36 @@ func waitSubscribed(ctx context.Context, client *http.Client, gws []*instance, b
 		}
 		if !sleep(ctx, 200*time.Millisecond) {
 			return ctx.Err()
+		}
+	}
+}
+
+// settleSample is how often the gateways are read while the devices settle.
+const settleSample = 500 * time.Millisecond
+
+// settle waits for d with the devices idle and returns each gateway's figures at their lowest
+// over that time. The gateway cannot be told to collect garbage, and its heap in use only
+// falls when it does: the lowest reading is the nearest to what the devices hold.
+func settle(ctx context.Context, client *http.Client, gws []*instance, d time.Duration) ([]gatewayFigures, error) {
+	var low []gatewayFigures
+	end := time.Now().Add(d)
+	for {
+		if !sleep(ctx, min(settleSample, time.Until(end))) {
+			return nil, ctx.Err()
+		}
+		now, err := scrapeAll(ctx, client, gws)
+		if err != nil {
+			return nil, err
+		}
+		if low == nil {
+			low = now
+		}
+		for i := range now {
+			low[i].HeapBytes = min(low[i].HeapBytes, now[i].HeapBytes)
+			low[i].Goroutines = min(low[i].Goroutines, now[i].Goroutines)
+		}
+		if !time.Now().Before(end) {
+			return low, nil
 		}
 	}
 }
