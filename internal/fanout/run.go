@@ -20,6 +20,7 @@ import (
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/testenv"
+	"github.com/msggate/msggate/syncclient"
 )
 
 // GroupID is the group the bench makes and sends to.
@@ -350,21 +351,46 @@ type sent struct {
 
 const sendMutation = `mutation FanoutSend($in: SendMessageInput!) { sendMessage(input: $in) { conversationID seq } }`
 
-// send sends message i to the group and returns when it began and its seq.
+// sendAttempts bounds the tries of one send the gateway refuses for now.
+const sendAttempts = 10
+
+// send sends message i to the group and returns when it began and its seq. A refusal (code
+// UNAVAILABLE or LIMIT_EXCEEDED) is tried again after the gateway's hint with the same
+// clientMsgID, so it is stored once; the delivery time still counts from the first try, as
+// the sender's wait does.
 func send(ctx context.Context, client *http.Client, url, token string, i int) (sent, error) {
 	body, _ := json.Marshal(map[string]any{"query": sendMutation, "variables": map[string]any{"in": map[string]any{
 		"groupID": GroupID, "contentType": 101, "content": fmt.Sprintf("fan-out message %d", i+1),
 		"clientMsgID": fmt.Sprintf("fanout-%d-%d", time.Now().UnixNano(), i)}}})
 	s := sent{began: time.Now()}
+	backoff := syncclient.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
+	for attempt := 1; ; attempt++ {
+		seq, retryAfter, err := sendOnce(ctx, client, url, token, body)
+		if err == nil {
+			s.seq = seq
+			return s, nil
+		}
+		if retryAfter == 0 || attempt == sendAttempts {
+			return s, fmt.Errorf("sending message %d: %w", i+1, err)
+		}
+		if !sleep(ctx, backoff.Next(retryAfter)) {
+			return s, ctx.Err()
+		}
+	}
+}
+
+// sendOnce posts the mutation once. retryAfter is above zero when the gateway refused it for
+// now.
+func sendOnce(ctx context.Context, client *http.Client, url, token string, body []byte) (seq int64, retryAfter time.Duration, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/query", bytes.NewReader(body))
 	if err != nil {
-		return s, err
+		return 0, 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := client.Do(req)
 	if err != nil {
-		return s, fmt.Errorf("sending message %d: %w", i+1, err)
+		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	var answer struct {
@@ -374,21 +400,27 @@ func send(ctx context.Context, client *http.Client, url, token string, i int) (s
 			} `json:"sendMessage"`
 		} `json:"data"`
 		Errors []struct {
-			Message string `json:"message"`
+			Message    string `json:"message"`
+			Extensions struct {
+				Code         string `json:"code"`
+				RetryAfterMs int64  `json:"retryAfterMs"`
+			} `json:"extensions"`
 		} `json:"errors"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
-		return s, fmt.Errorf("sending message %d: %s: %w", i+1, resp.Status, err)
+		return 0, 0, fmt.Errorf("%s: %w", resp.Status, err)
 	}
-	if len(answer.Errors) > 0 || answer.Data.SendMessage == nil {
-		msg := resp.Status
-		if len(answer.Errors) > 0 {
-			msg = answer.Errors[0].Message
+	if len(answer.Errors) > 0 {
+		e := answer.Errors[0]
+		if c := e.Extensions.Code; c == "UNAVAILABLE" || c == "LIMIT_EXCEEDED" {
+			retryAfter = max(time.Duration(e.Extensions.RetryAfterMs)*time.Millisecond, time.Millisecond)
 		}
-		return s, fmt.Errorf("sending message %d: %s", i+1, msg)
+		return 0, retryAfter, fmt.Errorf("%s (%s)", e.Message, e.Extensions.Code)
 	}
-	s.seq = answer.Data.SendMessage.Seq
-	return s, nil
+	if answer.Data.SendMessage == nil {
+		return 0, 0, fmt.Errorf("%s: no sendMessage in the answer", resp.Status)
+	}
+	return answer.Data.SendMessage.Seq, 0, nil
 }
 
 // waitDelivered waits until every device has every message, or within has passed since the
