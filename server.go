@@ -8,6 +8,7 @@
 //	msggate group|seed|import|retention|sync-client ...   see README.md
 //	msggate bench [flags]       measure the read path against baseline handlers
 //	msggate loadfault [flags]   run two gateways under load and faults, then check and report
+//	msggate fanout [flags]      measure one message to a big group: Redis cost, delivery, memory
 package main
 
 import (
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cli.Bench(ctx, args, stdout, stderr)
 	case "loadfault":
 		return cli.LoadFault(ctx, args, stdout, stderr)
+	case "fanout":
+		return cli.FanOut(ctx, args, stdout, stderr)
 	}
-	return fmt.Errorf("unknown command %q (commands: serve, token, group, seed, import, retention, sync-client, bench, loadfault)", cmd)
+	return fmt.Errorf("unknown command %q (commands: serve, token, group, seed, import, retention, sync-client, bench, loadfault, fanout)", cmd)
 }

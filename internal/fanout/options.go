@@ -1,0 +1,61 @@
+package fanout
+
+import (
+	"io"
+	"time"
+)
+
+// Options are a run's parameters; the zero value of each takes its default.
+type Options struct {
+	// Devices is the group's size: one member, and one device, each.
+	Devices int
+	// Instances is how many gateway processes the devices are spread over (round-robin).
+	Instances int
+	// Messages is how many messages are sent to the group, Interval apart.
+	Messages int
+	Interval time.Duration
+	// Settle is how long the devices stay idle once subscribed while the gateways' memory and
+	// goroutines are read, at their lowest (the gateway offers no way to force a GC; see
+	// Report.HeapPerDevice).
+	Settle time.Duration
+	// Dir holds the run's processes' files and logs; empty: a temporary directory, removed after.
+	Dir string
+	// Command runs this program: Command+["serve", flags...] is a gateway and
+	// Command+["group", flags...] makes the group. Default: this executable.
+	Command []string
+	// ChildEnv is added to the child processes' environment (a test marks its children so).
+	ChildEnv []string
+	// Out receives progress and the table.
+	Out io.Writer
+}
+
+// Defaults.
+const (
+	DefaultDevices   = 1000
+	DefaultInstances = 1
+	DefaultMessages  = 20
+	DefaultInterval  = 200 * time.Millisecond
+	DefaultSettle    = 5 * time.Second
+)
+
+func (o Options) withDefaults() Options {
+	if o.Devices <= 0 {
+		o.Devices = DefaultDevices
+	}
+	if o.Instances <= 0 {
+		o.Instances = DefaultInstances
+	}
+	if o.Messages <= 0 {
+		o.Messages = DefaultMessages
+	}
+	if o.Interval <= 0 {
+		o.Interval = DefaultInterval
+	}
+	if o.Settle <= 0 {
+		o.Settle = DefaultSettle
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	return o
+}

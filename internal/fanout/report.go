@@ -1,0 +1,142 @@
+package fanout
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// Report is a run's figures.
+type Report struct {
+	Devices, Instances, Messages int
+
+	// RedisCommands is the Redis commands the send phase took per message: every command the
+	// gateways ran from just before the first send until every device had every message (or
+	// the wait ended), divided by the messages. RedisIdlePerSecond is the rate of commands with
+	// the devices connected and nothing sent, measured before; RedisCommandsNet is
+	// RedisCommands less that rate over the send phase.
+	RedisCommands, RedisIdlePerSecond, RedisCommandsNet float64
+	// TopCommands are the commands the send phase ran most, with their calls per message.
+	TopCommands []CommandCount
+	// RedisBytes is the growth of Redis's used_memory over the send phase per message.
+	RedisBytes float64
+
+	// Delivery times, from the start of a send to a device reading its NEW_MESSAGE, over every
+	// (device, message) pair that arrived.
+	P50, P99, Max time.Duration
+	// Complete is the devices that got every message; Missing the (device, message) pairs that
+	// never arrived; Dropped the devices whose connection the gateway ended.
+	Complete, Missing, Dropped int
+
+	// HeapPerDevice and GoroutinesPerDevice are the growth, summed over the instances, of
+	// go_memstats_heap_inuse_bytes and go_goroutines from before the devices connected to
+	// their lowest over the Settle after all were subscribed, divided by the devices. The
+	// gateway offers no way to force a GC, so the heap figure may include garbage not yet
+	// collected: an upper bound.
+	HeapPerDevice, GoroutinesPerDevice float64
+	Settle                             time.Duration
+}
+
+func (r *Report) redis(idleStart, idleEnd redisFigures, idleTook time.Duration, sendStart, sendEnd redisFigures, sendTook time.Duration) {
+	m := float64(r.Messages)
+	r.RedisIdlePerSecond = float64(idleEnd.Commands-idleStart.Commands) / idleTook.Seconds()
+	r.RedisCommands = float64(sendEnd.Commands-sendStart.Commands) / m
+	r.RedisCommandsNet = r.RedisCommands - r.RedisIdlePerSecond*sendTook.Seconds()/m
+	r.RedisBytes = float64(sendEnd.UsedMemory-sendStart.UsedMemory) / m
+	for name, n := range sendEnd.ByCommand {
+		if d := n - sendStart.ByCommand[name]; d > 0 {
+			r.TopCommands = append(r.TopCommands, CommandCount{Name: name, PerMessage: float64(d) / m})
+		}
+	}
+	slices.SortFunc(r.TopCommands, func(a, b CommandCount) int { return cmp.Compare(b.PerMessage, a.PerMessage) })
+	r.TopCommands = r.TopCommands[:min(len(r.TopCommands), topCommands)]
+}
+
+// CommandCount is one Redis command's calls per message.
+type CommandCount struct {
+	Name       string
+	PerMessage float64
+}
+
+// topCommands is how many commands the report names: enough to see where a message's cost goes.
+const topCommands = 6
+
+func (r *Report) gateways(before, idle []gatewayFigures) {
+	var heap, goroutines float64
+	for i := range before {
+		heap += idle[i].HeapBytes - before[i].HeapBytes
+		goroutines += idle[i].Goroutines - before[i].Goroutines
+	}
+	r.HeapPerDevice = heap / float64(r.Devices)
+	r.GoroutinesPerDevice = goroutines / float64(r.Devices)
+}
+
+func (r *Report) deliveries(devices []*device, sends []sent) {
+	var took []time.Duration
+	for _, d := range devices {
+		all := true
+		for _, s := range sends {
+			if at, ok := d.arrival(s.seq); ok {
+				took = append(took, at.Sub(s.began))
+			} else {
+				all = false
+				r.Missing++
+			}
+		}
+		if all {
+			r.Complete++
+		}
+		if d.gone() {
+			r.Dropped++
+		}
+	}
+	slices.Sort(took)
+	r.P50, r.P99 = percentile(took, 0.50), percentile(took, 0.99)
+	if len(took) > 0 {
+		r.Max = took[len(took)-1]
+	}
+}
+
+// percentile is the nearest-rank percentile p of sorted.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// TableHeader is the header of the markdown table Print writes; docs/ keeps runs under it.
+const TableHeader = "| devices | instances | Redis commands/message | Redis bytes/message | delivery p50 | p99 | max | got every message | gateway heap/device | goroutines/device |\n" +
+	"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+
+// Row is the report's row of the table.
+func (r *Report) Row() string {
+	return fmt.Sprintf("| %d | %d | %.0f | %.0f | %s | %s | %s | %d/%d | %.1f KiB | %.2f |",
+		r.Devices, r.Instances, r.RedisCommands, r.RedisBytes, ms(r.P50), ms(r.P99), ms(r.Max),
+		r.Complete, r.Devices, r.HeapPerDevice/1024, r.GoroutinesPerDevice)
+}
+
+// Print writes the table and what its figures leave out.
+func (r *Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "\n%s\n%s\n\n", TableHeader, r.Row())
+	fmt.Fprintf(w, "%d messages. Redis idle with the devices connected: %.1f commands/s; less that, %.0f commands/message.\n",
+		r.Messages, r.RedisIdlePerSecond, r.RedisCommandsNet)
+	if len(r.TopCommands) > 0 {
+		fmt.Fprint(w, "Redis commands per message, most first:")
+		for _, c := range r.TopCommands {
+			fmt.Fprintf(w, " %s %.1f", c.Name, c.PerMessage)
+		}
+		fmt.Fprintln(w)
+	}
+	if r.Missing > 0 || r.Dropped > 0 {
+		fmt.Fprintf(w, "%d deliveries never arrived; the gateway ended %d devices' connections.\n", r.Missing, r.Dropped)
+	}
+	fmt.Fprintf(w, "Gateway figures: go_memstats_heap_inuse_bytes and go_goroutines, lowest over %s idle after the last subscription, less before the devices; no GC forced (heap is an upper bound).\n", r.Settle)
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
+}

@@ -1,0 +1,463 @@
+package fanout
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/gateway"
+	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/testenv"
+	"github.com/msggate/msggate/syncclient"
+)
+
+// GroupID is the group the bench makes and sends to.
+const GroupID = "fanout"
+
+// Time the run allows.
+const (
+	subscribedWithin = 2 * time.Minute  // all subscriptions open on the gateways
+	deliveredWithin  = 60 * time.Second // every message at every device, after the last send
+	connectWorkers   = 32               // devices connecting at once
+	progressEvery    = 500              // devices between two progress lines
+)
+
+// memberID names member i (from 0): fan-0001, fan-0002, ...
+func memberID(i int) string { return fmt.Sprintf("fan-%04d", i+1) }
+
+// Run starts redis-server, FerretDB and the gateways, makes the group, connects the devices,
+// sends the messages and returns the figures; it prints progress and the table to o.Out.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	o = o.withDefaults()
+	out := o.Out
+	if o.Devices > im.MaxGroupMembers {
+		return nil, fmt.Errorf("fanout: -devices %d: a group has at most %d members", o.Devices, im.MaxGroupMembers)
+	}
+	if err := raiseFileLimit(o.Devices); err != nil {
+		return nil, err
+	}
+	if o.Dir == "" {
+		dir, err := os.MkdirTemp("", "msggate-fanout-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		o.Dir = dir
+	}
+	if len(o.Command) == 0 {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		o.Command = []string{self}
+	}
+
+	fmt.Fprintf(out, "starting redis-server, FerretDB and %d gateway(s) under %s...\n", o.Instances, o.Dir)
+	for _, sub := range []string{"redis", "store"} {
+		if err := os.MkdirAll(filepath.Join(o.Dir, sub), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	redisServer, err := testenv.StartRedisServer(filepath.Join(o.Dir, "redis"))
+	if err != nil {
+		return nil, err
+	}
+	defer redisServer.Stop()
+	storeServer, err := testenv.StartFerretDBServer(filepath.Join(o.Dir, "store"))
+	if err != nil {
+		return nil, err
+	}
+	defer storeServer.Stop()
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	hexSecret := hex.EncodeToString(secret)
+	env := append([]string{gateway.EnvJWTSecret + "=" + hexSecret}, o.ChildEnv...)
+	var gws []*instance
+	defer func() {
+		for _, g := range gws {
+			g.stop()
+		}
+	}()
+	for i := range o.Instances {
+		g, err := startGateway(ctx, fmt.Sprintf("gateway-%d", i+1), o.Dir, o.Command, env, storeServer.URI(), redisServer.URL())
+		if err != nil {
+			return nil, err
+		}
+		gws = append(gws, g)
+	}
+	// Once the gateways have made their collections, index _id as msggate's embedded store has it.
+	if err := storeServer.IndexIDs(chunkstore.DefaultDatabase); err != nil {
+		return nil, err
+	}
+
+	// The group, made as an operator makes one (msggate group), on the same store and Redis.
+	members := make([]string, o.Devices)
+	for i := range members {
+		members[i] = memberID(i)
+	}
+	began := time.Now()
+	if err := runChild(ctx, filepath.Join(o.Dir, "group.log"), o.Command, env, "group",
+		"-mongo-uri", storeServer.URI(), "-redis-url", redisServer.URL(), "-data-dir", filepath.Join(o.Dir, "group"),
+		"-id", GroupID, "-members", members[0]+":owner,"+strings.Join(members[1:], ",")); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "group %s of %d members made in %s\n", GroupID, o.Devices, time.Since(began).Round(time.Millisecond))
+	conv, err := im.GroupConversationID(GroupID)
+	if err != nil {
+		return nil, err
+	}
+
+	httpClient := &http.Client{Timeout: 30 * time.Second}
+	before, err := scrapeAll(ctx, httpClient, gws)
+	if err != nil {
+		return nil, err
+	}
+
+	// The devices, one per member, spread round-robin over the instances.
+	devices := make([]*device, o.Devices)
+	for i := range devices {
+		tok, err := auth.Issue([]byte(hexSecret), members[i], false, 24*time.Hour, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		devices[i] = &device{user: members[i], token: tok, url: gws[i%len(gws)].url, conv: conv, arrived: map[int64]time.Time{}}
+	}
+	devCtx, stopDevices := context.WithCancel(ctx)
+	defer stopDevices()
+	fmt.Fprintf(out, "connecting %d devices...\n", o.Devices)
+	began = time.Now()
+	if err := connectAll(devCtx, devices, func(n int) {
+		if n%progressEvery == 0 || n == len(devices) {
+			fmt.Fprintf(out, "  %d/%d connected (%s)\n", n, len(devices), time.Since(began).Round(time.Millisecond))
+		}
+	}); err != nil {
+		return nil, err
+	}
+	if err := waitSubscribed(ctx, httpClient, gws, before, o.Devices); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "all %d subscribed after %s; idle for %s before reading the gateways' memory...\n", o.Devices, time.Since(began).Round(time.Millisecond), o.Settle)
+	idle, err := settle(ctx, httpClient, gws, o.Settle)
+	if err != nil {
+		return nil, err
+	}
+
+	// The idle baseline: what Redis does with the devices connected and no message sent, over
+	// the time the sends are planned to take.
+	sendPhase := time.Duration(o.Messages) * o.Interval
+	fmt.Fprintf(out, "measuring Redis idle for %s...\n", sendPhase)
+	idleStart, err := redisInfo(redisServer.Addr())
+	if err != nil {
+		return nil, err
+	}
+	idleBegan := time.Now()
+	if !sleep(ctx, sendPhase) {
+		return nil, ctx.Err()
+	}
+	idleEnd, err := redisInfo(redisServer.Addr())
+	if err != nil {
+		return nil, err
+	}
+	idleTook := time.Since(idleBegan)
+
+	// The sends, from the group's owner through the first instance.
+	fmt.Fprintf(out, "sending %d messages, %s apart...\n", o.Messages, o.Interval)
+	sendStart, err := redisInfo(redisServer.Addr())
+	if err != nil {
+		return nil, err
+	}
+	sendBegan := time.Now()
+	sends := make([]sent, 0, o.Messages)
+	for i := range o.Messages {
+		if i > 0 && !sleep(ctx, time.Until(sendBegan.Add(time.Duration(i)*o.Interval))) {
+			return nil, ctx.Err()
+		}
+		s, err := send(ctx, httpClient, gws[0].url, devices[0].token, i)
+		if err != nil {
+			return nil, err
+		}
+		sends = append(sends, s)
+	}
+	delivered := waitDelivered(ctx, devices, sends, deliveredWithin)
+	sendEnd, err := redisInfo(redisServer.Addr())
+	if err != nil {
+		return nil, err
+	}
+	sendTook := time.Since(sendBegan)
+	if !delivered {
+		fmt.Fprintf(out, "not every device had every message %s after the last send\n", deliveredWithin)
+	}
+
+	r := &Report{Devices: o.Devices, Instances: o.Instances, Messages: o.Messages, Settle: o.Settle}
+	r.redis(idleStart, idleEnd, idleTook, sendStart, sendEnd, sendTook)
+	r.gateways(before, idle)
+	r.deliveries(devices, sends)
+	stopDevices()
+	for _, d := range devices {
+		d.closeNow()
+	}
+	r.Print(out)
+	return r, nil
+}
+
+// raiseFileLimit makes room for the devices' connections in this process: its soft limit of
+// open files up to the hard one (the gateways, which hold the other ends, are Go programs and
+// do the same at start), or a clear error when even that is too few.
+func raiseFileLimit(devices int) error {
+	const spare = 256 // Redis, the store, logs and HTTP
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return err
+	}
+	need := uint64(devices + spare)
+	if lim.Cur >= need {
+		return nil
+	}
+	if lim.Max < need {
+		return fmt.Errorf("fanout: %d devices need %d open files, and this process may open at most %d (ulimit -Hn)", devices, need, lim.Max)
+	}
+	lim.Cur = lim.Max
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return fmt.Errorf("fanout: raising the open-files limit to %d for %d devices: %w", lim.Max, devices, err)
+	}
+	return nil
+}
+
+// connectAll connects and subscribes every device, connectWorkers at a time, telling progress
+// the number connected after each.
+func connectAll(ctx context.Context, devices []*device, progress func(int)) error {
+	next := make(chan *device)
+	errs := make(chan error, connectWorkers)
+	var mu sync.Mutex
+	connected := 0
+	var wg sync.WaitGroup
+	for range connectWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range next {
+				if err := d.connect(ctx); err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				connected++
+				progress(connected)
+				mu.Unlock()
+			}
+		}()
+	}
+	var err error
+feed:
+	for _, d := range devices {
+		select {
+		case next <- d:
+		case err = <-errs:
+			break feed
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errs:
+		default:
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("connecting %d devices: %w", len(devices), err)
+	}
+	return nil
+}
+
+// waitSubscribed waits until the gateways hold want more subscriptions than before: a
+// subscribe message is not acknowledged, and a message sent before its subscription is open
+// would never reach that device.
+func waitSubscribed(ctx context.Context, client *http.Client, gws []*instance, before []gatewayFigures, want int) error {
+	deadline := time.Now().Add(subscribedWithin)
+	for {
+		now, err := scrapeAll(ctx, client, gws)
+		if err != nil {
+			return err
+		}
+		open := 0
+		for i := range now {
+			open += int(now[i].Subscribers - before[i].Subscribers)
+		}
+		if open >= want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d subscriptions open after %s", open, want, subscribedWithin)
+		}
+		if !sleep(ctx, 200*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+}
+
+// settleSample is how often the gateways are read while the devices settle.
+const settleSample = 500 * time.Millisecond
+
+// settle waits for d with the devices idle and returns each gateway's figures at their lowest
+// over that time. The gateway cannot be told to collect garbage, and its heap in use only
+// falls when it does: the lowest reading is the nearest to what the devices hold.
+func settle(ctx context.Context, client *http.Client, gws []*instance, d time.Duration) ([]gatewayFigures, error) {
+	var low []gatewayFigures
+	end := time.Now().Add(d)
+	for {
+		if !sleep(ctx, min(settleSample, time.Until(end))) {
+			return nil, ctx.Err()
+		}
+		now, err := scrapeAll(ctx, client, gws)
+		if err != nil {
+			return nil, err
+		}
+		if low == nil {
+			low = now
+		}
+		for i := range now {
+			low[i].HeapBytes = min(low[i].HeapBytes, now[i].HeapBytes)
+			low[i].Goroutines = min(low[i].Goroutines, now[i].Goroutines)
+		}
+		if !time.Now().Before(end) {
+			return low, nil
+		}
+	}
+}
+
+// sent is one message sent: when the send began and the seq it was stored at.
+type sent struct {
+	began time.Time
+	seq   int64
+}
+
+const sendMutation = `mutation FanoutSend($in: SendMessageInput!) { sendMessage(input: $in) { conversationID seq } }`
+
+// sendAttempts bounds the tries of one send the gateway refuses for now.
+const sendAttempts = 10
+
+// send sends message i to the group and returns when it began and its seq. A refusal (code
+// UNAVAILABLE or LIMIT_EXCEEDED) is tried again after the gateway's hint with the same
+// clientMsgID, so it is stored once; the delivery time still counts from the first try, as
+// the sender's wait does.
+func send(ctx context.Context, client *http.Client, url, token string, i int) (sent, error) {
+	body, _ := json.Marshal(map[string]any{"query": sendMutation, "variables": map[string]any{"in": map[string]any{
+		"groupID": GroupID, "contentType": 101, "content": fmt.Sprintf("fan-out message %d", i+1),
+		"clientMsgID": fmt.Sprintf("fanout-%d-%d", time.Now().UnixNano(), i)}}})
+	s := sent{began: time.Now()}
+	backoff := syncclient.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
+	for attempt := 1; ; attempt++ {
+		seq, retryAfter, err := sendOnce(ctx, client, url, token, body)
+		if err == nil {
+			s.seq = seq
+			return s, nil
+		}
+		if retryAfter == 0 || attempt == sendAttempts {
+			return s, fmt.Errorf("sending message %d: %w", i+1, err)
+		}
+		if !sleep(ctx, backoff.Next(retryAfter)) {
+			return s, ctx.Err()
+		}
+	}
+}
+
+// sendOnce posts the mutation once. retryAfter is above zero when the gateway refused it for
+// now.
+func sendOnce(ctx context.Context, client *http.Client, url, token string, body []byte) (seq int64, retryAfter time.Duration, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/query", bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Data struct {
+			SendMessage *struct {
+				Seq int64 `json:"seq"`
+			} `json:"sendMessage"`
+		} `json:"data"`
+		Errors []struct {
+			Message    string `json:"message"`
+			Extensions struct {
+				Code         string `json:"code"`
+				RetryAfterMs int64  `json:"retryAfterMs"`
+			} `json:"extensions"`
+		} `json:"errors"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", resp.Status, err)
+	}
+	if len(answer.Errors) > 0 {
+		e := answer.Errors[0]
+		if c := e.Extensions.Code; c == "UNAVAILABLE" || c == "LIMIT_EXCEEDED" {
+			retryAfter = max(time.Duration(e.Extensions.RetryAfterMs)*time.Millisecond, time.Millisecond)
+		}
+		return 0, retryAfter, fmt.Errorf("%s (%s)", e.Message, e.Extensions.Code)
+	}
+	if answer.Data.SendMessage == nil {
+		return 0, 0, fmt.Errorf("%s: no sendMessage in the answer", resp.Status)
+	}
+	return answer.Data.SendMessage.Seq, 0, nil
+}
+
+// waitDelivered waits until every device has every message, or within has passed since the
+// last send; it reports whether all arrived (or will not: a device whose connection ended
+// gets nothing more).
+func waitDelivered(ctx context.Context, devices []*device, sends []sent, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for {
+		all := true
+	check:
+		for _, d := range devices {
+			for _, s := range sends {
+				if _, ok := d.arrival(s.seq); !ok && !d.gone() {
+					all = false
+					break check
+				}
+			}
+		}
+		if all {
+			return true
+		}
+		if time.Now().After(deadline) || !sleep(ctx, 50*time.Millisecond) {
+			return false
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
