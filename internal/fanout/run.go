@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -150,7 +151,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := waitSubscribed(ctx, httpClient, gws, before, o.Devices); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(out, "all %d subscribed after %s; idle for %s before reading the gateways' memory...\n", o.Devices, time.Since(began).Round(time.Millisecond), o.Settle)
+	fmt.Fprintf(out, "all %d subscribed after %s\n", o.Devices, time.Since(began).Round(time.Millisecond))
+	// A subscription starts by reading its streams' heads and the member's counters (from
+	// MongoDB when Redis has not cached them yet): wait for that to end, so that neither the
+	// idle figures nor the sends' carry it.
+	if err := waitRedisQuiet(ctx, out, redisServer.Addr()); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "idle for %s before reading the gateways' memory...\n", o.Settle)
 	idle, err := settle(ctx, httpClient, gws, o.Settle)
 	if err != nil {
 		return nil, err
@@ -460,4 +468,33 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// quietRate is the Redis call rate below which the devices' start is over.
+const quietRate = 50
+
+// waitRedisQuiet waits, up to two minutes, until Redis runs fewer than quietRate calls a
+// second, printing the rate while it is busy.
+func waitRedisQuiet(ctx context.Context, out io.Writer, addr string) error {
+	prev, err := redisInfo(addr)
+	if err != nil {
+		return err
+	}
+	prevAt := time.Now()
+	for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); {
+		if !sleep(ctx, time.Second) {
+			return ctx.Err()
+		}
+		cur, err := redisInfo(addr)
+		if err != nil {
+			return err
+		}
+		rate := float64(cur.Commands-prev.Commands) / time.Since(prevAt).Seconds()
+		if rate < quietRate {
+			return nil
+		}
+		fmt.Fprintf(out, "  Redis busy with the devices' start: %.0f calls/s\n", rate)
+		prev, prevAt = cur, time.Now()
+	}
+	return fmt.Errorf("redis did not quiet down within 2 minutes of the devices' start")
 }
