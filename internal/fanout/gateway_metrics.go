@@ -12,7 +12,7 @@ import (
 // gatewayFigures is what one gateway's /metrics says at a moment.
 type gatewayFigures struct {
 	Goroutines  float64 // go_goroutines
-	HeapBytes   float64 // go_memstats_heap_inuse_bytes
+	HeapBytes   float64 // go_gc_heap_live_bytes: the heap the last GC found live
 	Subscribers float64 // msggate_sync_subscribers: open syncEvents subscriptions
 }
 
@@ -43,7 +43,7 @@ func (g *instance) scrape(ctx context.Context, client *http.Client) (gatewayFigu
 		switch name {
 		case "go_goroutines":
 			dst = &f.Goroutines
-		case "go_memstats_heap_inuse_bytes":
+		case "go_gc_heap_live_bytes":
 			dst = &f.HeapBytes
 		case "msggate_sync_subscribers":
 			dst = &f.Subscribers
@@ -59,7 +59,7 @@ func (g *instance) scrape(ctx context.Context, client *http.Client) (gatewayFigu
 		return f, err
 	}
 	if found < 3 {
-		return f, fmt.Errorf("%s /metrics lacks go_goroutines, go_memstats_heap_inuse_bytes or msggate_sync_subscribers", g.name)
+		return f, fmt.Errorf("%s /metrics lacks go_goroutines, go_gc_heap_live_bytes or msggate_sync_subscribers", g.name)
 	}
 	return f, nil
 }

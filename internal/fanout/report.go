@@ -31,10 +31,9 @@ type Report struct {
 	Complete, Missing, Dropped int
 
 	// HeapPerDevice and GoroutinesPerDevice are the growth, summed over the instances, of
-	// go_memstats_heap_inuse_bytes and go_goroutines from before the devices connected to
-	// their lowest over the Settle after all were subscribed, divided by the devices. The
-	// gateway offers no way to force a GC, so the heap figure may include garbage not yet
-	// collected: an upper bound.
+	// go_gc_heap_live_bytes and go_goroutines from before the devices connected to
+	// their lowest over the Settle after all were subscribed, divided by the devices. The live
+	// heap is what the last GC marked: no garbage, as of that GC.
 	HeapPerDevice, GoroutinesPerDevice float64
 	Settle                             time.Duration
 }
@@ -134,7 +133,7 @@ func (r *Report) Print(w io.Writer) {
 	if r.Missing > 0 || r.Dropped > 0 {
 		fmt.Fprintf(w, "%d deliveries never arrived; the gateway ended %d devices' connections.\n", r.Missing, r.Dropped)
 	}
-	fmt.Fprintf(w, "Gateway figures: go_memstats_heap_inuse_bytes and go_goroutines, lowest over %s idle after the last subscription, less before the devices; no GC forced (heap is an upper bound).\n", r.Settle)
+	fmt.Fprintf(w, "Gateway figures: go_gc_heap_live_bytes (the heap the last GC found live) and go_goroutines, lowest over %s idle after the last subscription, less before the devices.\n", r.Settle)
 }
 
 func ms(d time.Duration) string {

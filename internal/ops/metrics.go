@@ -2,6 +2,7 @@ package ops
 
 import (
 	"net/http"
+	"regexp"
 	"sync"
 	"time"
 
@@ -100,7 +101,10 @@ func NewMetrics() *Metrics {
 		}, []string{"limit"}),
 	}
 	m.registry.MustRegister(
-		collectors.NewGoCollector(),
+		// The default Go metrics, and the heap the last GC found live (go_gc_heap_live_bytes):
+		// what the gateway holds, without the garbage heap-in-use still counts.
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.graphqlRequests, m.graphqlDuration, m.graphqlErrors,
 		m.batchSize, m.cacheHits, m.cacheMisses,
