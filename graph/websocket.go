@@ -25,6 +25,9 @@ const (
 	CloseGoingAway = 1001
 	// CloseSlowConsumer: the subscriber did not read its events fast enough.
 	CloseSlowConsumer = 4008
+	// CloseTokenExpired: the token the connection was authenticated with reached its exp. The
+	// client reconnects with a fresh token (and resumes from its last sync token).
+	CloseTokenExpired = 4401
 	// CloseUnauthorized: connection_init carried no valid token (the code graphql-transport-ws
 	// uses for "Forbidden").
 	CloseUnauthorized = 4403
@@ -66,9 +69,23 @@ func websocketTransport(r *Resolver, o HandlerOptions) transport.Websocket {
 				o.countRefusal(limitUserConnections)
 				return ctx, nil, err
 			}
+			closeAtExpiry(ctx, v.Expires)
 			return withConnectionLoaders(ctx, r, o, v), nil, nil
 		},
 	}
+}
+
+// closeAtExpiry closes the WebSocket connection of ctx with CloseTokenExpired when its token
+// expires (a zero exp: never). The timer is stopped when the connection ends earlier: ctx is
+// its upgrade request's, which ends when the transport returns.
+func closeAtExpiry(ctx context.Context, exp time.Time) {
+	if exp.IsZero() {
+		return
+	}
+	t := time.AfterFunc(time.Until(exp), func() {
+		closeConnection(ctx, CloseTokenExpired, "token expired: reconnect with a fresh token")
+	})
+	context.AfterFunc(ctx, func() { t.Stop() })
 }
 
 // initToken finds the bearer token in a connection_init payload: {"Authorization": "Bearer
