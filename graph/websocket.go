@@ -42,9 +42,9 @@ const (
 func websocketTransport(r *Resolver, o HandlerOptions) transport.Websocket {
 	pacer := admission.NewPacer(o.ConnectionRate, o.ConnectionBurst)
 	return transport.Websocket{
-		Implementation:        closableImplementation{transport.CoderWebsocketImplementation{}},
+		Implementation: closableImplementation{wsImplementation{pingInterval: o.KeepAlive}},
+		// graphql-ws "ka" messages; graphql-transport-ws pings come from wsImplementation.
 		KeepAlivePingInterval: o.KeepAlive,
-		PingPongInterval:      o.KeepAlive,
 		InitTimeout:           10 * time.Second,
 		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 			if ok, retry := pacer.Take(); !ok {
