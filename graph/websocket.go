@@ -10,6 +10,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/msggate/msggate/graph/model"
@@ -130,7 +131,11 @@ func connectionOperations(ctx context.Context, next graphql.OperationHandler) gr
 	if !ok {
 		return next(ctx)
 	}
-	ctx = context.WithValue(ctx, loadersKey{}, c.r.newLoaders(c.viewer, c.o.Loaders))
+	// A subscription's events are plain values: it needs no loaders, and would hold them for
+	// as long as it lasts.
+	if oc := graphql.GetOperationContext(ctx); oc.Operation == nil || oc.Operation.Operation != ast.Subscription {
+		ctx = context.WithValue(ctx, loadersKey{}, c.r.newLoaders(c.viewer, c.o.Loaders))
+	}
 	if c.o.RequestTimeout > 0 {
 		ctx = context.WithValue(ctx, deadlineKey{}, time.Now().Add(c.o.RequestTimeout))
 	}
