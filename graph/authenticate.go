@@ -17,7 +17,8 @@ import (
 // own HS256 tokens by default; an OpenIM deployment's tokens in OpenIM mode, which costs one
 // read of OpenIM's Redis per check, uncached, so that a kick or logout in OpenIM holds from
 // the next request on). Over HTTP the token is checked on every request; over WebSocket once,
-// at connection_init, for the life of the connection.
+// at connection_init (or the upgrade request's header), and the connection is closed with
+// CloseTokenExpired when the token's exp passes.
 
 // authenticateRequest reads the request's token and returns a context carrying its viewer,
 // or the error that refused it: the Authorization header ("Bearer <token>"), else the header

@@ -151,7 +151,11 @@ func (r *Resolver) newLoaders(viewer string, o LoaderOptions) *Loaders {
 func withLoaders(r *Resolver, o HandlerOptions, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ctx, viewer := authenticateRequest(req, o)
-		ctx = context.WithValue(ctx, loadersKey{}, r.newLoaders(viewer.UserID, o.Loaders))
+		// A WebSocket upgrade gets none: its context lasts as long as the connection, and each
+		// operation on it gets loaders of its own (connectionOperations).
+		if req.Header.Get("Upgrade") == "" {
+			ctx = context.WithValue(ctx, loadersKey{}, r.newLoaders(viewer.UserID, o.Loaders))
+		}
 		next.ServeHTTP(w, req.WithContext(ctx))
 	})
 }

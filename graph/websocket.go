@@ -10,6 +10,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/msggate/msggate/graph/model"
@@ -25,6 +26,9 @@ const (
 	CloseGoingAway = 1001
 	// CloseSlowConsumer: the subscriber did not read its events fast enough.
 	CloseSlowConsumer = 4008
+	// CloseTokenExpired: the token the connection was authenticated with reached its exp. The
+	// client reconnects with a fresh token (and resumes from its last sync token).
+	CloseTokenExpired = 4401
 	// CloseUnauthorized: connection_init carried no valid token (the code graphql-transport-ws
 	// uses for "Forbidden").
 	CloseUnauthorized = 4403
@@ -39,9 +43,9 @@ const (
 func websocketTransport(r *Resolver, o HandlerOptions) transport.Websocket {
 	pacer := admission.NewPacer(o.ConnectionRate, o.ConnectionBurst)
 	return transport.Websocket{
-		Implementation:        closableImplementation{transport.CoderWebsocketImplementation{}},
+		Implementation: closableImplementation{wsImplementation{pingInterval: o.KeepAlive}},
+		// graphql-ws "ka" messages; graphql-transport-ws pings come from wsImplementation.
 		KeepAlivePingInterval: o.KeepAlive,
-		PingPongInterval:      o.KeepAlive,
 		InitTimeout:           10 * time.Second,
 		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 			if ok, retry := pacer.Take(); !ok {
@@ -66,9 +70,23 @@ func websocketTransport(r *Resolver, o HandlerOptions) transport.Websocket {
 				o.countRefusal(limitUserConnections)
 				return ctx, nil, err
 			}
+			closeAtExpiry(ctx, v.Expires)
 			return withConnectionLoaders(ctx, r, o, v), nil, nil
 		},
 	}
+}
+
+// closeAtExpiry closes the WebSocket connection of ctx with CloseTokenExpired when its token
+// expires (a zero exp: never). The timer is stopped when the connection ends earlier: ctx is
+// its upgrade request's, which ends when the transport returns.
+func closeAtExpiry(ctx context.Context, exp time.Time) {
+	if exp.IsZero() {
+		return
+	}
+	t := time.AfterFunc(time.Until(exp), func() {
+		closeConnection(ctx, CloseTokenExpired, "token expired: reconnect with a fresh token")
+	})
+	context.AfterFunc(ctx, func() { t.Stop() })
 }
 
 // initToken finds the bearer token in a connection_init payload: {"Authorization": "Bearer
@@ -113,7 +131,11 @@ func connectionOperations(ctx context.Context, next graphql.OperationHandler) gr
 	if !ok {
 		return next(ctx)
 	}
-	ctx = context.WithValue(ctx, loadersKey{}, c.r.newLoaders(c.viewer, c.o.Loaders))
+	// A subscription's events are plain values: it needs no loaders, and would hold them for
+	// as long as it lasts.
+	if oc := graphql.GetOperationContext(ctx); oc.Operation == nil || oc.Operation.Operation != ast.Subscription {
+		ctx = context.WithValue(ctx, loadersKey{}, c.r.newLoaders(c.viewer, c.o.Loaders))
+	}
 	if c.o.RequestTimeout > 0 {
 		ctx = context.WithValue(ctx, deadlineKey{}, time.Now().Add(c.o.RequestTimeout))
 	}

@@ -65,6 +65,11 @@ type Options struct {
 	// Logf, when set, receives a line for each thing the client does (bootstrap, pages,
 	// events applied, gaps filled, reconnects).
 	Logf func(format string, args ...any)
+	// TokenSource, when set, gives fresh bearer tokens (see TokenSource): when the gateway
+	// closes the connection because its token expired (4401), Run reconnects at once with a
+	// new one, without counting a failure. Without it the token given to New is used until
+	// the gateway refuses it, and Run then returns the refusal.
+	TokenSource TokenSource
 	// OnApply, when set, is called after each event is applied, with the counters before and
 	// after: tests check CheckInvariants on it. It runs on the client's goroutine and must not
 	// call the client back.
@@ -77,7 +82,7 @@ type Options struct {
 type Client struct {
 	endpoint string
 	wsURL    string
-	token    string
+	auth     bearerToken
 	opts     Options
 
 	busy sync.Mutex // held by Run or Sync
@@ -99,7 +104,7 @@ type Client struct {
 var ErrBusy = errors.New("syncclient: Run or Sync is already running")
 
 // New returns a client for the gateway's GraphQL endpoint (http://host:port/query; a URL
-// without a path gets /query) acting with the bearer token jwt.
+// without a path gets /query) acting with the bearer token jwt (empty when opts.TokenSource gives one).
 func New(endpoint, jwt string, opts Options) (*Client, error) {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
@@ -137,7 +142,7 @@ func New(endpoint, jwt string, opts Options) (*Client, error) {
 		wsURL += "/query"
 	}
 	return &Client{
-		endpoint: endpoint, wsURL: wsURL, token: jwt, opts: opts,
+		endpoint: endpoint, wsURL: wsURL, auth: bearerToken{token: jwt}, opts: opts,
 		replica:  replicaState{convs: map[string]*Conversation{}},
 		pending:  map[string]map[int64]bool{},
 		requests: map[string]int{},
@@ -263,10 +268,10 @@ func (c *Client) Run(ctx context.Context) error {
 		c.mu.Lock()
 		needCatchUp := c.bootstrapNeeded || c.replica.cursors.user.epoch == ""
 		c.mu.Unlock()
-		var err error
-		if needCatchUp {
+		err := c.renewToken(ctx)
+		if err == nil && needCatchUp {
 			err = c.catchUp(ctx)
-		} else {
+		} else if err == nil {
 			err = c.fetchPending(ctx)
 		}
 		healthy := false
@@ -275,6 +280,13 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		if ctx.Err() != nil {
 			return nil
+		}
+		if c.tokenExpired(err) && c.opts.TokenSource != nil {
+			// Not a failure: the token ran out. Reconnect at once, with a fresh one.
+			c.logf("token expired (%s); reconnecting with a fresh token from %s", describeEnd(err), c.Token())
+			backoff.Reset()
+			retrying = false
+			continue
 		}
 		var pause time.Duration
 		if errors.Is(err, errTooLong) {

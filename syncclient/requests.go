@@ -41,7 +41,16 @@ type gqlError struct {
 
 // do sends one GraphQL request over HTTP, counted under its operation name, and decodes its
 // data into out. GraphQL errors come back as *Error (the first one; all of them in errs).
+// With a TokenSource, a request refused as UNAUTHENTICATED is sent once more with a fresh token.
 func (c *Client) do(ctx context.Context, op, query string, vars map[string]any, out any) (errs []*Error, err error) {
+	errs, err = c.doOnce(ctx, op, query, vars, out)
+	if c.renewAfterRefusal(ctx, err) {
+		errs, err = c.doOnce(ctx, op, query, vars, out)
+	}
+	return errs, err
+}
+
+func (c *Client) doOnce(ctx context.Context, op, query string, vars map[string]any, out any) (errs []*Error, err error) {
 	c.mu.Lock()
 	c.requests[op]++
 	c.mu.Unlock()
@@ -55,7 +64,7 @@ func (c *Client) do(ctx context.Context, op, query string, vars map[string]any, 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/graphql-response+json, application/json")
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Authorization", "Bearer "+c.bearer())
 	resp, err := c.opts.HTTPClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)

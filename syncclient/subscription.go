@@ -72,7 +72,7 @@ func (c *Client) stream(ctx context.Context) (healthy bool, err error) {
 		return conn.Write(wctx, websocket.MessageText, b)
 	}
 	payload := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
-	if err := write(wsMessage{Type: "connection_init", Payload: payload(map[string]string{"Authorization": "Bearer " + c.token})}); err != nil {
+	if err := write(wsMessage{Type: "connection_init", Payload: payload(map[string]string{"Authorization": "Bearer " + c.bearer()})}); err != nil {
 		return false, err
 	}
 

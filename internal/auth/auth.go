@@ -27,6 +27,10 @@ type Claims struct {
 type Viewer struct {
 	UserID string
 	Admin  bool
+	// Expires is when the token the viewer was authenticated by expires (its exp); zero when
+	// the token does not say (another system's tokens, UserTokens). A WebSocket connection
+	// authenticated by the token is closed then.
+	Expires time.Time
 }
 
 // Issue signs a token for userID valid for ttl.
@@ -60,7 +64,7 @@ func Verify(secret []byte, token string) (Viewer, error) {
 	if im.ValidateID("user ID", c.Subject) != nil {
 		return Viewer{}, im.Errorf(im.EUNAUTHENTICATED, "the token names no valid user")
 	}
-	return Viewer{UserID: c.Subject, Admin: c.Role == "admin"}, nil
+	return Viewer{UserID: c.Subject, Admin: c.Role == "admin", Expires: c.ExpiresAt.Time}, nil
 }
 
 type viewerKey struct{}

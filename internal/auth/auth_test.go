@@ -13,13 +13,18 @@ import (
 var secret = []byte("secret-for-tests-0123456789abcdef")
 
 func TestIssueAndVerify(t *testing.T) {
-	tok, err := auth.Issue(secret, "alice", true, time.Hour, time.Now())
+	now := time.Now()
+	tok, err := auth.Issue(secret, "alice", true, time.Hour, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	v, err := auth.Verify(secret, tok)
 	if err != nil || v.UserID != "alice" || !v.Admin {
 		t.Fatalf("Verify = %+v, %v", v, err)
+	}
+	// exp has a precision of a second
+	if want := now.Add(time.Hour).Truncate(time.Second); !v.Expires.Equal(want) {
+		t.Errorf("Expires = %v, want the token's exp %v", v.Expires, want)
 	}
 	if _, err := auth.Issue(secret, "bad_id", false, time.Hour, time.Now()); im.ErrorCode(err) != im.EINVALID {
 		t.Errorf("issuing for an invalid user ID: %v", err)

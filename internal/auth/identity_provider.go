@@ -187,7 +187,7 @@ func (p *IdentityProvider) Authenticate(ctx context.Context, token string) (View
 	if im.ValidateID("user ID", user) != nil {
 		return refuse("the token's %s claim names no valid user", p.opts.UserClaim)
 	}
-	return Viewer{UserID: user}, nil
+	return Viewer{UserID: user, Expires: exp.Time}, nil
 }
 
 // headerAlg reads the alg a token's header names, without verifying anything.

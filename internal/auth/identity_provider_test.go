@@ -169,6 +169,10 @@ func TestIdentityProviderTokens(t *testing.T) {
 		if err != nil || v.UserID == "" || v.Admin {
 			t.Errorf("%s: %+v, %v; want a plain user", name, v, err)
 		}
+		// A connection it authenticates is closed at its exp.
+		if d := time.Until(v.Expires); d < 58*time.Minute || d > time.Hour {
+			t.Errorf("%s: Expires %v, want the token's exp, an hour from now", name, v.Expires)
+		}
 	}
 
 	none := b64([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + b64(mustJSON(claims("alice", nil))) + "."
