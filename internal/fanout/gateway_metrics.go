@@ -13,6 +13,7 @@ import (
 type gatewayFigures struct {
 	Goroutines  float64 // go_goroutines
 	HeapBytes   float64 // go_gc_heap_live_bytes: the heap the last GC found live
+	StackBytes  float64 // go_memstats_stack_inuse_bytes: goroutine stacks
 	Subscribers float64 // msggate_sync_subscribers: open syncEvents subscriptions
 }
 
@@ -45,6 +46,8 @@ func (g *instance) scrape(ctx context.Context, client *http.Client) (gatewayFigu
 			dst = &f.Goroutines
 		case "go_gc_heap_live_bytes":
 			dst = &f.HeapBytes
+		case "go_memstats_stack_inuse_bytes":
+			dst = &f.StackBytes
 		case "msggate_sync_subscribers":
 			dst = &f.Subscribers
 		default:
@@ -58,8 +61,8 @@ func (g *instance) scrape(ctx context.Context, client *http.Client) (gatewayFigu
 	if err := sc.Err(); err != nil {
 		return f, err
 	}
-	if found < 3 {
-		return f, fmt.Errorf("%s /metrics lacks go_goroutines, go_gc_heap_live_bytes or msggate_sync_subscribers", g.name)
+	if found < 4 {
+		return f, fmt.Errorf("%s /metrics lacks go_goroutines, go_gc_heap_live_bytes, go_memstats_stack_inuse_bytes or msggate_sync_subscribers", g.name)
 	}
 	return f, nil
 }

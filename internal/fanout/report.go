@@ -35,7 +35,10 @@ type Report struct {
 	// their lowest over the Settle after all were subscribed, divided by the devices. The live
 	// heap is what the last GC marked: no garbage, as of that GC.
 	HeapPerDevice, GoroutinesPerDevice float64
-	Settle                             time.Duration
+	// StackPerDevice is the growth of go_memstats_stack_inuse_bytes, likewise: the devices'
+	// goroutines' stacks, which the heap figure leaves out.
+	StackPerDevice float64
+	Settle         time.Duration
 }
 
 func (r *Report) redis(idleStart, idleEnd redisFigures, idleTook time.Duration, sendStart, sendEnd redisFigures, sendTook time.Duration) {
@@ -63,12 +66,14 @@ type CommandCount struct {
 const topCommands = 6
 
 func (r *Report) gateways(before, idle []gatewayFigures) {
-	var heap, goroutines float64
+	var heap, stack, goroutines float64
 	for i := range before {
 		heap += idle[i].HeapBytes - before[i].HeapBytes
+		stack += idle[i].StackBytes - before[i].StackBytes
 		goroutines += idle[i].Goroutines - before[i].Goroutines
 	}
 	r.HeapPerDevice = heap / float64(r.Devices)
+	r.StackPerDevice = stack / float64(r.Devices)
 	r.GoroutinesPerDevice = goroutines / float64(r.Devices)
 }
 
@@ -108,14 +113,14 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 }
 
 // TableHeader is the header of the markdown table Print writes; docs/ keeps runs under it.
-const TableHeader = "| devices | instances | Redis commands/message | Redis bytes/message | delivery p50 | p99 | max | got every message | gateway heap/device | goroutines/device |\n" +
+const TableHeader = "| devices | instances | Redis commands/message | Redis bytes/message | delivery p50 | p99 | max | got every message | gateway memory/device (heap + stacks) | goroutines/device |\n" +
 	"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 
 // Row is the report's row of the table.
 func (r *Report) Row() string {
-	return fmt.Sprintf("| %d | %d | %.0f | %.0f | %s | %s | %s | %d/%d | %.1f KiB | %.2f |",
+	return fmt.Sprintf("| %d | %d | %.0f | %.0f | %s | %s | %s | %d/%d | %.1f KiB (%.1f + %.1f) | %.2f |",
 		r.Devices, r.Instances, r.RedisCommands, r.RedisBytes, ms(r.P50), ms(r.P99), ms(r.Max),
-		r.Complete, r.Devices, r.HeapPerDevice/1024, r.GoroutinesPerDevice)
+		r.Complete, r.Devices, (r.HeapPerDevice+r.StackPerDevice)/1024, r.HeapPerDevice/1024, r.StackPerDevice/1024, r.GoroutinesPerDevice)
 }
 
 // Print writes the table and what its figures leave out.
@@ -133,7 +138,7 @@ func (r *Report) Print(w io.Writer) {
 	if r.Missing > 0 || r.Dropped > 0 {
 		fmt.Fprintf(w, "%d deliveries never arrived; the gateway ended %d devices' connections.\n", r.Missing, r.Dropped)
 	}
-	fmt.Fprintf(w, "Gateway figures: go_gc_heap_live_bytes (the heap the last GC found live) and go_goroutines, lowest over %s idle after the last subscription, less before the devices.\n", r.Settle)
+	fmt.Fprintf(w, "Gateway figures: go_gc_heap_live_bytes (the heap the last GC found live), go_memstats_stack_inuse_bytes and go_goroutines, lowest over %s idle after the last subscription, less before the devices.\n", r.Settle)
 }
 
 func ms(d time.Duration) string {

@@ -343,6 +343,7 @@ func settle(ctx context.Context, client *http.Client, gws []*instance, d time.Du
 		}
 		for i := range now {
 			low[i].HeapBytes = min(low[i].HeapBytes, now[i].HeapBytes)
+			low[i].StackBytes = min(low[i].StackBytes, now[i].StackBytes)
 			low[i].Goroutines = min(low[i].Goroutines, now[i].Goroutines)
 		}
 		if !time.Now().Before(end) {
