@@ -330,11 +330,11 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 	if since != nil {
 		tok = *since
 	} else {
-		head, err := s.hub.ledger.Head(ctx, s.userID)
+		var err error
+		onFreshStack(func() { tok, err = s.hub.ledger.Head(ctx, s.userID) })
 		if err != nil {
 			return err
 		}
-		tok = head
 	}
 	// catchUp sends what the logs hold after tok; false when the subscription must end.
 	catchUp := func() (bool, error) {
@@ -411,7 +411,9 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 	backoff := time.Duration(0)
 	// resume runs sync and reports whether the subscription ends, and with what.
 	resume := func() (bool, error) {
-		ok, err := sync()
+		var ok bool
+		var err error
+		onFreshStack(func() { ok, err = sync() })
 		switch {
 		case ok:
 			backoff = 0
@@ -495,3 +497,16 @@ const (
 	catchUpRetryMin = 100 * time.Millisecond
 	catchUpRetryMax = 2 * time.Second
 )
+
+// onFreshStack runs f on a goroutine of its own and waits for it. A subscription's goroutine
+// lives as long as its device stays connected, mostly idle; the deep calls of a catch-up
+// (Redis, MongoDB) would grow its stack for good, and every idle device would keep that
+// stack. Run on a short-lived goroutine, they leave the long-lived one shallow.
+func onFreshStack(f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	<-done
+}
