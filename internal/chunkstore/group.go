@@ -14,42 +14,120 @@ type GroupMember struct {
 	Role    int32  `bson:"role"`
 }
 
-// SetGroupMembers makes members the group's complete member list: listed users are upserted
-// with their roles, everyone else is removed.
+// SetGroupMembers makes members the group's complete member list: listed users are added
+// or get their listed roles, everyone else is removed. It reads the current list first; a
+// caller that has it calls ApplyGroupMembers.
 func (s *Store) SetGroupMembers(ctx context.Context, groupID string, members []GroupMember) error {
 	ctx, done, err := s.admit(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	ids := make([]string, 0, len(members))
-	models := make([]mongo.WriteModel, 0, len(members))
+	before, err := findAll[GroupMember](ctx, s.groupMembers, "find group members", bson.D{{Key: "group_id", Value: groupID}})
+	if err != nil {
+		return err
+	}
+	return s.applyGroupMembers(ctx, groupID, before, members)
+}
+
+// ApplyGroupMembers turns the group's member list before (as GroupMembers read it) into
+// members, writing only the difference: new members are inserted, members whose role changed
+// are updated, departed members are deleted, each in batches of writeBatch documents (one
+// command each, within the store timeout). A member inserted meanwhile by another writer gets
+// the listed role.
+func (s *Store) ApplyGroupMembers(ctx context.Context, groupID string, before, members []GroupMember) error {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return s.applyGroupMembers(ctx, groupID, before, members)
+}
+
+func (s *Store) applyGroupMembers(ctx context.Context, groupID string, before, members []GroupMember) error {
+	old := make(map[string]int32, len(before))
+	for _, m := range before {
+		old[m.UserID] = m.Role
+	}
+	keep := make(map[string]bool, len(members))
+	var added, changed []GroupMember
 	for _, m := range members {
-		ids = append(ids, m.UserID)
+		m.GroupID = groupID
+		keep[m.UserID] = true
+		role, ok := old[m.UserID]
+		switch {
+		case !ok:
+			added = append(added, m)
+		case role != m.Role:
+			changed = append(changed, m)
+		}
+	}
+	var gone []string
+	for _, m := range before {
+		if !keep[m.UserID] {
+			gone = append(gone, m.UserID)
+		}
+	}
+	if err := s.removeGroupMembers(ctx, groupID, gone); err != nil {
+		return err
+	}
+	if s.natural[CollectionGroupMember] {
+		docs := make([]any, len(added))
+		for i, m := range added {
+			id, err := pairKey(groupID, m.UserID)
+			if err != nil {
+				return err
+			}
+			docs[i] = bson.D{{Key: "_id", Value: id}, {Key: "group_id", Value: groupID}, {Key: "user_id", Value: m.UserID}, {Key: "role", Value: m.Role}}
+		}
+		dups, err := insertNew(ctx, s.groupMembers, "add group members", docs)
+		if err != nil {
+			return err
+		}
+		for _, i := range dups {
+			changed = append(changed, added[i])
+		}
+		added = nil
+	}
+	// Legacy collections (and nothing else) upsert the new members by their fields.
+	models := make([]mongo.WriteModel, 0, len(added)+len(changed))
+	for i, m := range append(added, changed...) {
 		id, err := pairKey(groupID, m.UserID)
 		if err != nil {
 			return err
 		}
 		fields := bson.D{{Key: "group_id", Value: groupID}, {Key: "user_id", Value: m.UserID}}
-		update := bson.D{{Key: "$set", Value: bson.D{{Key: "role", Value: m.Role}}}}
-		if s.natural[CollectionGroupMember] {
-			update = append(update, bson.E{Key: "$setOnInsert", Value: fields})
-		}
 		models = append(models, mongo.NewUpdateOneModel().
 			SetFilter(s.keyFilter(CollectionGroupMember, id, fields)).
-			SetUpdate(update).
-			SetUpsert(true))
+			SetUpdate(bson.D{{Key: "$set", Value: bson.D{{Key: "role", Value: m.Role}}}}).
+			SetUpsert(i < len(added)))
 	}
-	if len(models) > 0 {
-		if err := bulkUpsert(ctx, s.groupMembers, "set group members", models); err != nil {
+	return bulkWriteBatches(ctx, s.groupMembers, "set group member roles", models)
+}
+
+// removeGroupMembers deletes the users' memberships: by _id, or by field in a legacy
+// collection, writeBatch at a time.
+func (s *Store) removeGroupMembers(ctx context.Context, groupID string, userIDs []string) error {
+	return inBatches(len(userIDs), func(from, to int) error {
+		batch := userIDs[from:to]
+		if s.natural[CollectionGroupMember] {
+			ids := make([]string, len(batch))
+			for i, u := range batch {
+				id, err := pairKey(groupID, u)
+				if err != nil {
+					return err
+				}
+				ids[i] = id
+			}
+			_, err := deleteByIDs(ctx, s.groupMembers, "remove group members", ids)
 			return err
 		}
-	}
-	_, err = s.groupMembers.DeleteMany(ctx, bson.D{
-		{Key: "group_id", Value: groupID},
-		{Key: "user_id", Value: bson.D{{Key: "$nin", Value: ids}}},
+		_, err := s.groupMembers.DeleteMany(ctx, bson.D{
+			{Key: "group_id", Value: groupID},
+			{Key: "user_id", Value: bson.D{{Key: "$in", Value: batch}}},
+		})
+		return storeError("remove group members", err)
 	})
-	return storeError("remove group members", err)
 }
 
 // FindGroupMemberships returns, for each group, userID's membership: by _id (findByIDs), or in

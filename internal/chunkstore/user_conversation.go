@@ -19,8 +19,9 @@ type UserConversation struct {
 	ConversationID string `bson:"conversation_id"`
 }
 
-// AddUserConversations puts conversations on users' lists, in one bulk write; entries that
-// exist stay as they are.
+// AddUserConversations puts conversations on users' lists, writeBatch entries per command;
+// entries that exist stay as they are. With natural keys the entries are inserted and the
+// duplicates (entries that exist) ignored; a legacy collection is upserted by field.
 func (s *Store) AddUserConversations(ctx context.Context, entries []UserConversation) error {
 	ctx, done, err := s.admit(ctx)
 	if err != nil {
@@ -30,48 +31,59 @@ func (s *Store) AddUserConversations(ctx context.Context, entries []UserConversa
 	if len(entries) == 0 {
 		return nil
 	}
+	if s.natural[CollectionUserConversation] {
+		docs := make([]any, len(entries))
+		for i, e := range entries {
+			id, err := pairKey(e.UserID, e.ConversationID)
+			if err != nil {
+				return err
+			}
+			docs[i] = bson.D{{Key: "_id", Value: id}, {Key: "user_id", Value: e.UserID}, {Key: "conversation_id", Value: e.ConversationID}}
+		}
+		_, err := insertNew(ctx, s.userConversations, "add user conversations", docs)
+		return err
+	}
 	models := make([]mongo.WriteModel, 0, len(entries))
 	for _, e := range entries {
-		id, err := pairKey(e.UserID, e.ConversationID)
-		if err != nil {
-			return err
-		}
 		fields := bson.D{{Key: "user_id", Value: e.UserID}, {Key: "conversation_id", Value: e.ConversationID}}
 		models = append(models, mongo.NewUpdateOneModel().
-			SetFilter(s.keyFilter(CollectionUserConversation, id, fields)).
+			SetFilter(fields).
 			SetUpdate(bson.D{{Key: "$setOnInsert", Value: fields}}).
 			SetUpsert(true))
 	}
-	return bulkUpsert(ctx, s.userConversations, "add user conversations", models)
+	return inBatches(len(models), func(from, to int) error {
+		return bulkUpsert(ctx, s.userConversations, "add user conversations", models[from:to])
+	})
 }
 
-// RemoveUserConversation takes a conversation off the lists of the given users.
+// RemoveUserConversation takes a conversation off the lists of the given users, writeBatch
+// users per command.
 func (s *Store) RemoveUserConversation(ctx context.Context, conversationID string, userIDs []string) error {
 	ctx, done, err := s.admit(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if len(userIDs) == 0 {
-		return nil
-	}
-	if s.natural[CollectionUserConversation] {
-		ids := make([]string, len(userIDs))
-		for i, u := range userIDs {
-			id, err := pairKey(u, conversationID)
-			if err != nil {
-				return err
+	return inBatches(len(userIDs), func(from, to int) error {
+		batch := userIDs[from:to]
+		if s.natural[CollectionUserConversation] {
+			ids := make([]string, len(batch))
+			for i, u := range batch {
+				id, err := pairKey(u, conversationID)
+				if err != nil {
+					return err
+				}
+				ids[i] = id
 			}
-			ids[i] = id
+			_, err := deleteByIDs(ctx, s.userConversations, "remove user conversations", ids)
+			return err
 		}
-		_, err = deleteByIDs(ctx, s.userConversations, "remove user conversations", ids)
-		return err
-	}
-	_, err = s.userConversations.DeleteMany(ctx, bson.D{
-		{Key: "conversation_id", Value: conversationID},
-		{Key: "user_id", Value: bson.D{{Key: "$in", Value: userIDs}}},
+		_, err := s.userConversations.DeleteMany(ctx, bson.D{
+			{Key: "conversation_id", Value: conversationID},
+			{Key: "user_id", Value: bson.D{{Key: "$in", Value: batch}}},
+		})
+		return storeError("remove user conversations", err)
 	})
-	return storeError("remove user conversations", err)
 }
 
 // FindUserConversations returns the IDs of a user's conversations, at most limit of them, in

@@ -26,6 +26,10 @@ func Group(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if len(members) > 500 {
+		// A large group is written in batches; say why it takes a while.
+		fmt.Fprintf(stderr, "setting the %d members of group %s (in batches)...\n", len(members), id)
+	}
 	if err := m.Ledger.SetGroup(ctx, id, members); err != nil {
 		return err
 	}

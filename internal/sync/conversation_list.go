@@ -98,20 +98,28 @@ func (l *Ledger) SetGroup(ctx context.Context, groupID string, members []im.Grou
 	if err != nil {
 		return err
 	}
-	keep := map[string]bool{}
+	had := make(map[string]bool, len(before))
+	for _, m := range before {
+		had[m.UserID] = true
+	}
+	keep := make(map[string]bool, len(members))
+	var added, gone []string
 	var entries []chunkstore.UserConversation
 	stored := make([]chunkstore.GroupMember, len(members))
 	for i, m := range members {
 		stored[i] = chunkstore.GroupMember{GroupID: groupID, UserID: m.UserID, Role: m.Role}
 		keep[m.UserID] = true
+		if !had[m.UserID] {
+			added = append(added, m.UserID)
+		}
+		// Every member's entries, not only the added members': a change that failed after
+		// storing the members and before their entries is completed by its retry. Entries
+		// that exist cost an ignored duplicate insert.
 		entries = append(entries,
 			chunkstore.UserConversation{UserID: m.UserID, ConversationID: chat},
 			chunkstore.UserConversation{UserID: m.UserID, ConversationID: notes})
 	}
-	var gone []string
-	was := map[string]bool{}
 	for _, m := range before {
-		was[m.UserID] = true
 		if !keep[m.UserID] {
 			gone = append(gone, m.UserID)
 		}
@@ -126,7 +134,8 @@ func (l *Ledger) SetGroup(ctx context.Context, groupID string, members []im.Grou
 			return err
 		}
 	}
-	if err := l.store.SetGroupMembers(ctx, groupID, stored); err != nil {
+	// Only the difference is written, in batches that each finish within the store timeout.
+	if err := l.store.ApplyGroupMembers(ctx, groupID, before, stored); err != nil {
 		return err
 	}
 	if err := l.AddUserConversations(ctx, entries); err != nil {
@@ -134,13 +143,7 @@ func (l *Ledger) SetGroup(ctx context.Context, groupID string, members []im.Grou
 	}
 	// Live devices of the users who joined or left re-read which group streams they follow.
 	// Without this they would learn it at their next catch-up; a failure is logged only.
-	changed := gone
-	for _, m := range members {
-		if !was[m.UserID] {
-			changed = append(changed, m.UserID)
-		}
-	}
-	if err := l.cache.Resync(ctx, changed); err != nil {
+	if err := l.cache.Resync(ctx, append(added, gone...)); err != nil {
 		l.opts.Logger.WarnContext(ctx, "telling devices their groups changed failed", "err", err)
 	}
 	return nil
