@@ -327,14 +327,9 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 		return err
 	}
 	var tok im.SyncToken
-	if since != nil {
+	started := since != nil // tok is where the stream stands
+	if started {
 		tok = *since
-	} else {
-		var err error
-		onFreshStack(func() { tok, err = s.hub.ledger.Head(ctx, s.userID) })
-		if err != nil {
-			return err
-		}
 	}
 	// catchUp sends what the logs hold after tok; false when the subscription must end.
 	catchUp := func() (bool, error) {
@@ -367,6 +362,15 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 	// sync catches up, then follows the group streams the token names; when that adds
 	// streams, it catches up again, for what they logged before their channels were heard.
 	sync := func() (bool, error) {
+		if !started {
+			// Without a token the stream starts at the heads: only new events. Read here,
+			// it is retried as a catch-up is while the stores are unavailable.
+			head, err := s.hub.ledger.Head(ctx, s.userID)
+			if err != nil {
+				return false, err
+			}
+			tok, started = head, true
+		}
 		for {
 			ok, err := catchUp()
 			if !ok {
