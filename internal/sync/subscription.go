@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"math/rand/v2"
 	gosync "sync"
 	"time"
 
@@ -423,8 +424,11 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 			backoff = 0
 			return false, nil
 		case err != nil && im.ErrorCode(err) == im.EUNAVAILABLE && ctx.Err() == nil:
+			// A store that refused says when to come back; many subscriptions refused at
+			// once (a gateway's devices reconnecting) spread their returns over half again.
 			backoff = min(max(2*backoff, catchUpRetryMin), catchUpRetryMax)
-			retry.Reset(backoff)
+			wait := max(backoff, im.RetryHint(err))
+			retry.Reset(wait + rand.N(wait/2+1))
 			return false, nil
 		default:
 			return true, stop(err)
