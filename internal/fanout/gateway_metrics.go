@@ -14,7 +14,7 @@ type gatewayFigures struct {
 	Goroutines  float64 // go_goroutines
 	HeapBytes   float64 // go_gc_heap_live_bytes: the heap the last GC found live
 	StackBytes  float64 // go_memstats_stack_inuse_bytes: goroutine stacks
-	Subscribers float64 // msggate_sync_subscribers: open syncEvents subscriptions
+	Subscribers float64 // msggate_sync_subscribers_live: syncEvents subscriptions streaming live
 }
 
 // scrape reads g's figures from its /metrics.
@@ -48,7 +48,7 @@ func (g *instance) scrape(ctx context.Context, client *http.Client) (gatewayFigu
 			dst = &f.HeapBytes
 		case "go_memstats_stack_inuse_bytes":
 			dst = &f.StackBytes
-		case "msggate_sync_subscribers":
+		case "msggate_sync_subscribers_live":
 			dst = &f.Subscribers
 		default:
 			continue
@@ -62,7 +62,7 @@ func (g *instance) scrape(ctx context.Context, client *http.Client) (gatewayFigu
 		return f, err
 	}
 	if found < 4 {
-		return f, fmt.Errorf("%s /metrics lacks go_goroutines, go_gc_heap_live_bytes, go_memstats_stack_inuse_bytes or msggate_sync_subscribers", g.name)
+		return f, fmt.Errorf("%s /metrics lacks go_goroutines, go_gc_heap_live_bytes, go_memstats_stack_inuse_bytes or msggate_sync_subscribers_live", g.name)
 	}
 	return f, nil
 }

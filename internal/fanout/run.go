@@ -29,7 +29,7 @@ const GroupID = "fanout"
 
 // Time the run allows.
 const (
-	subscribedWithin = 2 * time.Minute  // all subscriptions open on the gateways
+	subscribedWithin = 10 * time.Minute // all subscriptions live on the gateways
 	deliveredWithin  = 60 * time.Second // every message at every device, after the last send
 	connectWorkers   = 32               // devices connecting at once
 	progressEvery    = 500              // devices between two progress lines
@@ -148,7 +148,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := waitSubscribed(ctx, httpClient, gws, before, o.Devices); err != nil {
+	if err := waitSubscribed(ctx, out, httpClient, gws, before, o.Devices); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "all %d subscribed after %s\n", o.Devices, time.Since(began).Round(time.Millisecond))
@@ -295,11 +295,13 @@ feed:
 	return nil
 }
 
-// waitSubscribed waits until the gateways hold want more subscriptions than before: a
-// subscribe message is not acknowledged, and a message sent before its subscription is open
-// would never reach that device.
-func waitSubscribed(ctx context.Context, client *http.Client, gws []*instance, before []gatewayFigures, want int) error {
+// waitSubscribed waits until the gateways stream live to want more subscriptions than before:
+// a subscribe message is not acknowledged, and a message sent before its subscription caught
+// up once (read its streams' heads, and its member's counters: from MongoDB, for a user
+// Redis has not cached yet) would be measured from a device still starting.
+func waitSubscribed(ctx context.Context, out io.Writer, client *http.Client, gws []*instance, before []gatewayFigures, want int) error {
 	deadline := time.Now().Add(subscribedWithin)
+	lastSaid := time.Now()
 	for {
 		now, err := scrapeAll(ctx, client, gws)
 		if err != nil {
@@ -313,7 +315,11 @@ func waitSubscribed(ctx context.Context, client *http.Client, gws []*instance, b
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d subscriptions open after %s", open, want, subscribedWithin)
+			return fmt.Errorf("only %d of %d subscriptions live after %s", open, want, subscribedWithin)
+		}
+		if time.Since(lastSaid) >= 5*time.Second {
+			fmt.Fprintf(out, "  %d/%d subscriptions live\n", open, want)
+			lastSaid = time.Now()
 		}
 		if !sleep(ctx, 200*time.Millisecond) {
 			return ctx.Err()

@@ -139,6 +139,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 	g.startRelay(logger)
 	g.Hub = imsync.NewHub(g.Ledger, g.Cache, imsync.HubOptions{OnDrop: g.Metrics.CountDroppedSubscriber})
 	g.Metrics.WatchSubscribers(g.Hub.Subscribers)
+	g.Metrics.WatchLiveSubscribers(g.Hub.LiveSubscribers)
 	g.closers = append(g.closers, g.Hub.Close)
 	return g, nil
 }

@@ -194,6 +194,15 @@ func (m *Metrics) WatchSubscribers(count func() int) {
 	}, func() float64 { return float64(count()) }))
 }
 
+// WatchLiveSubscribers exports count (the subscriptions of this instance that caught up once
+// and stream live events) as the gauge msggate_sync_subscribers_live.
+func (m *Metrics) WatchLiveSubscribers(count func() int) {
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "msggate_sync_subscribers_live",
+		Help: "syncEvents subscriptions on this instance past their first catch-up, streaming live.",
+	}, func() float64 { return float64(count()) }))
+}
+
 // LimitRefused counts a refusal by one of the limits that guard the gateway
 // (graph.OperationMetrics).
 func (m *Metrics) LimitRefused(limit string) {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	gosync "sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/msggate/msggate/internal/cache"
@@ -53,6 +54,8 @@ type Hub struct {
 	mu     gosync.Mutex
 	users  map[string]map[*Subscription]struct{}
 	groups map[string]map[*Subscription]struct{}
+	// live counts the subscriptions past their first catch-up.
+	live atomic.Int64
 }
 
 // NewHub starts a Hub. Close it to release its Redis connection.
@@ -121,6 +124,10 @@ func (h *Hub) Subscribers() int {
 	}
 	return n
 }
+
+// LiveSubscribers returns how many subscriptions here caught up once and stream live events:
+// the others are still reading their streams' heads and the member's counters.
+func (h *Hub) LiveSubscribers() int { return int(h.live.Load()) }
 
 // GroupSubscribers returns how many subscriptions here follow a group conversation's stream.
 func (h *Hub) GroupSubscribers(conversationID string) int {
@@ -414,6 +421,7 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 	retry := time.NewTimer(0)
 	retry.Stop()
 	backoff := time.Duration(0)
+	live := false // counted in hub.live
 	// resume runs sync and reports whether the subscription ends, and with what.
 	resume := func() (bool, error) {
 		var ok bool
@@ -422,6 +430,10 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 		switch {
 		case ok:
 			backoff = 0
+			if !live {
+				live = true
+				s.hub.live.Add(1)
+			}
 			return false, nil
 		case err != nil && im.ErrorCode(err) == im.EUNAVAILABLE && ctx.Err() == nil:
 			// A store that refused says when to come back; many subscriptions refused at
@@ -435,6 +447,11 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 		}
 	}
 	defer retry.Stop()
+	defer func() {
+		if live {
+			s.hub.live.Add(-1)
+		}
+	}()
 	if end, err := resume(); end {
 		return err
 	}
