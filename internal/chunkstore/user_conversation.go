@@ -86,27 +86,39 @@ func (s *Store) RemoveUserConversation(ctx context.Context, conversationID strin
 	})
 }
 
-// FindUserConversations returns the IDs of a user's conversations, at most limit of them, in
-// one query by user_id: a list, which FerretDB answers with a scan of the collection (the
-// cached list in Redis spares most reads of it).
-func (s *Store) FindUserConversations(ctx context.Context, userID string, limit int64) ([]string, error) {
+// FindUsersConversations returns the IDs of each user's conversations, at most limit per user
+// (a user cut short at limit is named in truncated), in one query by user_id: FerretDB answers
+// a query on a field other than _id with a scan of the collection, so the users whose lists
+// are read together share one scan.
+func (s *Store) FindUsersConversations(ctx context.Context, userIDs []string, limit int) (lists map[string][]string, truncated map[string]bool, err error) {
 	ctx, done, err := s.admit(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer done()
-	cur, err := s.userConversations.Find(ctx, bson.D{{Key: "user_id", Value: userID}},
-		options.Find().SetLimit(limit).SetProjection(bson.D{{Key: "conversation_id", Value: 1}}))
+	lists, truncated = make(map[string][]string, len(userIDs)), map[string]bool{}
+	if len(userIDs) == 0 {
+		return lists, truncated, nil
+	}
+	cur, err := s.userConversations.Find(ctx, bson.D{{Key: "user_id", Value: bson.D{{Key: "$in", Value: userIDs}}}},
+		options.Find().SetProjection(bson.D{{Key: "user_id", Value: 1}, {Key: "conversation_id", Value: 1}}))
 	if err != nil {
-		return nil, storeError("find user conversations", err)
+		return nil, nil, storeError("find user conversations", err)
 	}
-	var docs []UserConversation
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, storeError("find user conversations", err)
+	defer func() { _ = cur.Close(ctx) }()
+	for cur.Next(ctx) {
+		var d UserConversation
+		if err := cur.Decode(&d); err != nil {
+			return nil, nil, storeError("find user conversations", err)
+		}
+		if len(lists[d.UserID]) >= limit {
+			truncated[d.UserID] = true
+			continue
+		}
+		lists[d.UserID] = append(lists[d.UserID], d.ConversationID)
 	}
-	ids := make([]string, len(docs))
-	for i, d := range docs {
-		ids[i] = d.ConversationID
+	if err := cur.Err(); err != nil {
+		return nil, nil, storeError("find user conversations", err)
 	}
-	return ids, nil
+	return lists, truncated, nil
 }

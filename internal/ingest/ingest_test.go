@@ -112,7 +112,8 @@ func TestIngestStoresOnceAndRetriesKeepTheSeq(t *testing.T) {
 	if st := e.state(t, "alice", conv); st.ReadSeq != 3 || st.Unread() != 0 {
 		t.Errorf("alice: %+v, want read seq 3, nothing unread", st)
 	}
-	ids, err := e.store.FindUserConversations(e.ctx, "bob", 10)
+	lists, _, err := e.store.FindUsersConversations(e.ctx, []string{"bob"}, 10)
+	ids := lists["bob"]
 	if err != nil || len(ids) != 1 || ids[0] != conv {
 		t.Errorf("bob's conversation list %v, %v", ids, err)
 	}
@@ -277,7 +278,7 @@ func TestSendFinishesWhenTheCallerGivesUp(t *testing.T) {
 	defer giveUp()
 	// The caller gives up once its chunk is written: as the next command starts.
 	e := openWatched(t, chunkstore.StartedMonitor(func(_ context.Context, cmd, coll string) {
-		if cmd == "update" && coll == chunkstore.CollectionUserConversation {
+		if (cmd == "update" || cmd == "insert") && coll == chunkstore.CollectionUserConversation {
 			giveUp()
 		}
 	}))

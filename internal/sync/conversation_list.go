@@ -38,12 +38,13 @@ func (l *Ledger) conversationList(ctx context.Context, userID string) ([]string,
 	} else if cached.Cached {
 		return cached.IDs[:min(len(cached.IDs), MaxConversationsPerUser)], nil
 	}
-	ids, err := l.store.FindUserConversations(ctx, userID, MaxConversationsPerUser)
+	list, err := l.lists.Load(ctx, userID)()
 	if err != nil {
 		return nil, err
 	}
+	ids := list.IDs
 	// A list read cut short at the limit is not cached: it names an arbitrary part of the list.
-	if cacheErr == nil && len(ids) < MaxConversationsPerUser {
+	if cacheErr == nil && !list.Truncated {
 		if err := l.cache.FillConversationList(ctx, userID, cached.Version, ids); err != nil {
 			l.opts.Logger.WarnContext(ctx, "filling the conversation list cache failed", "err", err)
 		}

@@ -8,6 +8,8 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/graph-gophers/dataloader/v7"
+
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/im"
@@ -38,6 +40,8 @@ type Ledger struct {
 	token string
 	// writing holds the IDs of the intents this instance's writers are working on.
 	writing gosync.Map
+	// lists reads the conversation lists Redis misses, many users a query (list_loader.go).
+	lists *dataloader.Loader[string, storedList]
 }
 
 // NewLedger returns a Ledger over the store and the cache.
@@ -53,7 +57,9 @@ func NewLedger(store *chunkstore.Store, c *cache.Cache, opts Options) *Ledger {
 	}
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
-	return &Ledger{store: store, cache: c, opts: opts, token: hex.EncodeToString(b)}
+	l := &Ledger{store: store, cache: c, opts: opts, token: hex.EncodeToString(b)}
+	l.lists = l.newListLoader()
+	return l
 }
 
 // allocWait bounds how long Allocate waits for another instance's block refill: longer than
