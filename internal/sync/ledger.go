@@ -40,8 +40,10 @@ type Ledger struct {
 	token string
 	// writing holds the IDs of the intents this instance's writers are working on.
 	writing gosync.Map
-	// lists reads the conversation lists Redis misses, many users a query (list_loader.go).
-	lists *dataloader.Loader[string, storedList]
+	// lists and userSeqs read the conversation lists and read state Redis misses, many users
+	// a query (store_loaders.go).
+	lists    *dataloader.Loader[string, storedList]
+	userSeqs *dataloader.Loader[chunkstore.UserSeqKey, chunkstore.UserSeqs]
 }
 
 // NewLedger returns a Ledger over the store and the cache.
@@ -58,7 +60,8 @@ func NewLedger(store *chunkstore.Store, c *cache.Cache, opts Options) *Ledger {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	l := &Ledger{store: store, cache: c, opts: opts, token: hex.EncodeToString(b)}
-	l.lists = l.newListLoader()
+	l.lists = newStoreLoader(l.loadLists)
+	l.userSeqs = newStoreLoader(l.loadUserSeqs)
 	return l
 }
 
@@ -164,7 +167,7 @@ func (l *Ledger) statesMany(ctx context.Context, queries []cache.StateQuery, wit
 	if err != nil {
 		return nil, nil, err
 	}
-	userDocs, err := l.store.FindUserSeqs(ctx, userMiss)
+	userDocs, err := l.findUserSeqs(ctx, userMiss)
 	if err != nil {
 		return nil, nil, err
 	}

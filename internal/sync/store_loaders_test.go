@@ -16,15 +16,18 @@ import (
 	"github.com/msggate/msggate/internal/testenv"
 )
 
-// Ensure the conversation lists of many users that Redis does not hold are read from MongoDB
-// together: a big group's devices starting at once must not cost one scan of the collection
-// each.
+// Ensure the conversation lists and read state of many users that Redis does not hold are
+// read from MongoDB together: a big group's devices starting at once must not cost one scan
+// of a collection each.
 func TestColdConversationListsAreReadTogether(t *testing.T) {
 	ctx := context.Background()
-	var finds atomic.Int64
+	var finds, seqFinds atomic.Int64
 	store, err := chunkstore.Open(ctx, testenv.Mongo(t).Connect(t, chunkstore.StartedMonitor(func(_ context.Context, cmd, coll string) {
-		if cmd == "find" && coll == chunkstore.CollectionUserConversation {
+		switch {
+		case cmd == "find" && coll == chunkstore.CollectionUserConversation:
 			finds.Add(1)
+		case cmd == "find" && coll == chunkstore.CollectionUserSeqs:
+			seqFinds.Add(1)
 		}
 	})))
 	if err != nil {
@@ -71,6 +74,22 @@ func TestColdConversationListsAreReadTogether(t *testing.T) {
 	}
 	if again := finds.Load() - first; again != 0 {
 		t.Errorf("lists read again after they were cached: %d queries", again)
+	}
+	seqFinds.Store(0)
+	for _, m := range members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Users whose read state no earlier call cached.
+			if _, err := l.States(ctx, "other-"+m.UserID, []string{"sg_cold", "n_sg_cold"}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d users' cold read state read with %d MongoDB queries", n, seqFinds.Load())
+	if got := seqFinds.Load(); got > n/20 {
+		t.Errorf("%d users' cold read state took %d MongoDB queries, want them read together (at most %d)", n, got, n/20)
 	}
 	lists, _, err := store.FindUsersConversations(ctx, []string{"cold-000", "cold-299", "nobody"}, 10)
 	if err != nil || len(lists["cold-000"]) != 2 || len(lists["cold-299"]) != 2 || len(lists["nobody"]) != 0 {
