@@ -161,16 +161,21 @@ func (l *Ledger) Summary(ctx context.Context, userID string) (Summary, error) {
 // Head returns the token of what is new for userID from now on: the heads of their log and of
 // the streams of their groups.
 func (l *Ledger) Head(ctx context.Context, userID string) (im.SyncToken, error) {
-	ids, err := l.groupStreams(ctx, userID)
-	if err != nil {
-		return im.SyncToken{}, err
-	}
-	groups, err := l.groupHeads(ctx, ids)
+	groups, err := l.GroupHeads(ctx, userID)
 	if err != nil {
 		return im.SyncToken{}, err
 	}
 	head, err := l.cache.EventHead(ctx, userID)
 	return im.SyncToken{User: head, Groups: groups}, err
+}
+
+// GroupHeads returns the heads of the streams of userID's groups.
+func (l *Ledger) GroupHeads(ctx context.Context, userID string) (map[string]im.Cursor, error) {
+	ids, err := l.groupStreams(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	return l.groupHeads(ctx, ids)
 }
 
 // groupHeads reads the head of the stream of each group conversation among ids, creating the

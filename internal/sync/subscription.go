@@ -172,6 +172,9 @@ type Subscription struct {
 	// following is the set of group streams whose channels deliver to this subscription;
 	// guarded by hub.mu, changed by Run's goroutine under hub.opMu.
 	following map[string]struct{}
+	// head is the user's log head when the subscription began: where Run starts without a
+	// token, so that no event of the user's log appended after Subscribe returned is missed.
+	head im.Cursor
 }
 
 // Subscribe opens a subscription to userID's events. It returns once live events of the
@@ -204,6 +207,13 @@ func (h *Hub) Subscribe(ctx context.Context, userID string) (*Subscription, erro
 			return nil, err
 		}
 	}
+	head, err := h.cache.EventHead(ctx, userID)
+	if err != nil {
+		h.remove(s)
+		cancel(err)
+		return nil, err
+	}
+	s.head = head
 	return s, nil
 }
 
@@ -371,13 +381,14 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 	// streams, it catches up again, for what they logged before their channels were heard.
 	sync := func() (bool, error) {
 		if !started {
-			// Without a token the stream starts at the heads: only new events. Read here,
-			// it is retried as a catch-up is while the stores are unavailable.
-			head, err := s.hub.ledger.Head(ctx, s.userID)
+			// Without a token the stream starts at the heads: the user log's as Subscribe
+			// read it, the group streams' now. Read here, the latter are retried as a
+			// catch-up is while the stores are unavailable.
+			groups, err := s.hub.ledger.GroupHeads(ctx, s.userID)
 			if err != nil {
 				return false, err
 			}
-			tok, started = head, true
+			tok, started = im.SyncToken{User: s.head, Groups: groups}, true
 		}
 		for {
 			ok, err := catchUp()
