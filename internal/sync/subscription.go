@@ -174,7 +174,8 @@ type Subscription struct {
 	following map[string]struct{}
 	// head is the user's log head when the subscription began: where Run starts without a
 	// token, so that no event of the user's log appended after Subscribe returned is missed.
-	head im.Cursor
+	// nil when Redis could not tell it then.
+	head *im.Cursor
 }
 
 // Subscribe opens a subscription to userID's events. It returns once live events of the
@@ -207,13 +208,10 @@ func (h *Hub) Subscribe(ctx context.Context, userID string) (*Subscription, erro
 			return nil, err
 		}
 	}
-	head, err := h.cache.EventHead(ctx, userID)
-	if err != nil {
-		h.remove(s)
-		cancel(err)
-		return nil, err
+	// A failure leaves the head to Run, which retries it while Redis is unavailable.
+	if head, err := h.cache.EventHead(ctx, userID); err == nil {
+		s.head = &head
 	}
-	s.head = head
 	return s, nil
 }
 
@@ -384,11 +382,18 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 			// Without a token the stream starts at the heads: the user log's as Subscribe
 			// read it, the group streams' now. Read here, the latter are retried as a
 			// catch-up is while the stores are unavailable.
+			if s.head == nil {
+				head, err := s.hub.cache.EventHead(ctx, s.userID)
+				if err != nil {
+					return false, err
+				}
+				s.head = &head
+			}
 			groups, err := s.hub.ledger.GroupHeads(ctx, s.userID)
 			if err != nil {
 				return false, err
 			}
-			tok, started = im.SyncToken{User: s.head, Groups: groups}, true
+			tok, started = im.SyncToken{User: *s.head, Groups: groups}, true
 		}
 		for {
 			ok, err := catchUp()
