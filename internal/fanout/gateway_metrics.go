@@ -1,12 +1,11 @@
 package fanout
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
+
+	"github.com/msggate/msggate/internal/ops"
 )
 
 // gatewayFigures is what one gateway's /metrics says at a moment.
@@ -19,52 +18,13 @@ type gatewayFigures struct {
 
 // scrape reads g's figures from its /metrics.
 func (g *instance) scrape(ctx context.Context, client *http.Client) (gatewayFigures, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.url+"/metrics", nil)
+	m, err := ops.ScrapeGauges(ctx, client, g.url, "go_goroutines", "go_gc_heap_live_bytes",
+		"go_memstats_stack_inuse_bytes", "msggate_sync_subscribers_live")
 	if err != nil {
-		return gatewayFigures{}, err
+		return gatewayFigures{}, fmt.Errorf("%s: %w", g.name, err)
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return gatewayFigures{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return gatewayFigures{}, fmt.Errorf("%s /metrics: %s", g.name, resp.Status)
-	}
-	var f gatewayFigures
-	found := 0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		var dst *float64
-		switch name {
-		case "go_goroutines":
-			dst = &f.Goroutines
-		case "go_gc_heap_live_bytes":
-			dst = &f.HeapBytes
-		case "go_memstats_stack_inuse_bytes":
-			dst = &f.StackBytes
-		case "msggate_sync_subscribers_live":
-			dst = &f.Subscribers
-		default:
-			continue
-		}
-		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
-			*dst = v
-			found++
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return f, err
-	}
-	if found < 4 {
-		return f, fmt.Errorf("%s /metrics lacks go_goroutines, go_gc_heap_live_bytes, go_memstats_stack_inuse_bytes or msggate_sync_subscribers_live", g.name)
-	}
-	return f, nil
+	return gatewayFigures{Goroutines: m["go_goroutines"], HeapBytes: m["go_gc_heap_live_bytes"],
+		StackBytes: m["go_memstats_stack_inuse_bytes"], Subscribers: m["msggate_sync_subscribers_live"]}, nil
 }
 
 // scrapeAll reads every gateway's figures, in the order of gws.

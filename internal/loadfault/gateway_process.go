@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/msggate/msggate/internal/ops"
 )
 
 // gatewayProcess is one gateway instance run as a child process on a fixed port, so that it
@@ -164,47 +166,12 @@ var errNoStats = errors.New("metrics without the process figures")
 
 // scrapeStats reads the gateway's process figures from its /metrics.
 func (p *gatewayProcess) scrapeStats(ctx context.Context, client *http.Client) (processStats, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL()+"/metrics", nil)
+	m, err := ops.ScrapeGauges(ctx, client, p.URL(), "go_goroutines", "go_memstats_heap_inuse_bytes", "process_resident_memory_bytes")
 	if err != nil {
-		return processStats{}, err
+		return processStats{}, errors.Join(errNoStats, err)
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return processStats{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return processStats{}, fmt.Errorf("/metrics: %s", resp.Status)
-	}
-	var st processStats
-	found := 0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		var dst *float64
-		switch name {
-		case "go_goroutines":
-			dst = &st.Goroutines
-		case "go_memstats_heap_inuse_bytes":
-			dst = &st.HeapBytes
-		case "process_resident_memory_bytes":
-			dst = &st.RSSBytes
-		default:
-			continue
-		}
-		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
-			*dst = v
-			found++
-		}
-	}
-	if found < 3 {
-		return st, errNoStats
-	}
-	return st, sc.Err()
+	return processStats{Goroutines: m["go_goroutines"], HeapBytes: m["go_memstats_heap_inuse_bytes"],
+		RSSBytes: m["process_resident_memory_bytes"]}, nil
 }
 
 // waitReady waits until the gateway answers /readyz: its store is prepared (collections and
