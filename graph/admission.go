@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
@@ -217,9 +216,8 @@ func needsStore(op *ast.OperationDefinition) bool {
 // refuseForNow closes a WebSocket connection at connection_init because new connections come
 // faster than this instance accepts them: close code CloseTryAgainLater, with the hint in the
 // reason as "retryAfterMs=<n>" (a close frame has no other place for it).
-func refuseForNow(ctx context.Context, retry time.Duration) (context.Context, *transport.InitPayload, error) {
+func refuseForNow(retry time.Duration) error {
 	retry = max(retry, time.Millisecond)
-	ctx = transport.WithWebsocketCloseCode(ctx, CloseTryAgainLater)
 	reason := fmt.Sprintf("try again later: too many new connections; retryAfterMs=%d", retry.Milliseconds())
-	return transport.AppendCloseReason(ctx, reason), nil, errors.New(reason)
+	return &wsRefusal{code: CloseTryAgainLater, reason: reason, err: errors.New(reason)}
 }

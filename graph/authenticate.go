@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/99designs/gqlgen/graphql/handler/transport"
-
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/im"
 )
@@ -61,15 +59,14 @@ func bearer(h string) (string, bool) {
 // refuseInit ends a WebSocket connection whose connection_init token was not accepted: close
 // code 4403 for a refused token; 1013 (try again later) when the token could not be checked
 // because a store did not answer, which is no verdict on the token.
-func refuseInit(ctx context.Context, err error) (context.Context, *transport.InitPayload, error) {
+func refuseInit(err error) error {
 	if im.ErrorCode(err) == im.EUNAVAILABLE {
-		ctx = transport.WithWebsocketCloseCode(ctx, CloseTryAgainLater)
-		return transport.AppendCloseReason(ctx, fmt.Sprintf("unavailable: the token could not be checked; try again; retryAfterMs=%d", DefaultRetryAfter.Milliseconds())), nil, err
+		return &wsRefusal{code: CloseTryAgainLater, err: err,
+			reason: fmt.Sprintf("unavailable: the token could not be checked; try again; retryAfterMs=%d", DefaultRetryAfter.Milliseconds())}
 	}
-	ctx = transport.WithWebsocketCloseCode(ctx, CloseUnauthorized)
 	if err == nil {
-		return transport.AppendCloseReason(ctx, "unauthenticated: connection_init needs {\"Authorization\": \"Bearer <token>\"}"),
-			nil, errors.New("unauthenticated")
+		return &wsRefusal{code: CloseUnauthorized, err: errors.New("unauthenticated"),
+			reason: "unauthenticated: connection_init needs {\"Authorization\": \"Bearer <token>\"}"}
 	}
-	return transport.AppendCloseReason(ctx, "unauthenticated: the token is not valid"), nil, err
+	return &wsRefusal{code: CloseUnauthorized, reason: "unauthenticated: the token is not valid", err: err}
 }

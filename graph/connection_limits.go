@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 	gosync "sync"
-
-	"github.com/99designs/gqlgen/graphql/handler/transport"
 )
 
 // Defaults of the WebSocket connection limits (HandlerOptions).
@@ -65,10 +63,10 @@ func connectionGate(l *connectionLimits, o HandlerOptions) gate {
 // admitUser moves the connection of ctx from waiting to authenticated as userID, unless the
 // user holds the most connections already: then the connection is to be closed with
 // CloseTooManyConnections.
-func admitUser(ctx context.Context, userID string) (context.Context, error) {
+func admitUser(ctx context.Context, userID string) error {
 	h, ok := ctx.Value(connHolderKey{}).(*connHolder)
 	if !ok || h.limits == nil {
-		return ctx, nil
+		return nil
 	}
 	l := h.limits
 	l.mu.Lock()
@@ -76,12 +74,11 @@ func admitUser(ctx context.Context, userID string) (context.Context, error) {
 	h.releasePendingLocked()
 	if l.perUser > 0 && l.users[userID] >= l.perUser {
 		err := limitError(limitUserConnections, "too many connections: a user may hold at most %d on this server", l.perUser)
-		ctx = transport.WithWebsocketCloseCode(ctx, CloseTooManyConnections)
-		return transport.AppendCloseReason(ctx, "too many connections: close another one of this user's first"), err
+		return &wsRefusal{code: CloseTooManyConnections, reason: "too many connections: close another one of this user's first", err: err}
 	}
 	l.users[userID]++
 	h.user = userID
-	return ctx, nil
+	return nil
 }
 
 // releasePendingLocked gives back the connection's count towards its address; l.mu is held.

@@ -122,7 +122,7 @@ func NewHandler(r *Resolver, o HandlerOptions) http.Handler {
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(postTransport{})
-	srv.AddTransport(websocketTransport(r, o))
+	srv.AddTransport(newWSTransport(r, o))
 	srv.AroundOperations(connectionOperations)
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(persistedQueries(o.PersistedQueries))

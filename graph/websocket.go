@@ -9,12 +9,10 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/msggate/msggate/graph/model"
-	"github.com/msggate/msggate/internal/admission"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/im"
 	imsync "github.com/msggate/msggate/internal/sync"
@@ -37,43 +35,35 @@ const (
 // CloseTooManyConnections (connection_limits.go) is msggate's fourth: the user holds the most
 // WebSocket connections one user may.
 
-// websocketTransport serves subscriptions (and queries) over WebSocket, with both the
-// graphql-transport-ws and the legacy graphql-ws protocols. The bearer token comes in the
-// connection_init payload.
-func websocketTransport(r *Resolver, o HandlerOptions) transport.Websocket {
-	pacer := admission.NewPacer(o.ConnectionRate, o.ConnectionBurst)
-	return transport.Websocket{
-		Implementation: closableImplementation{wsImplementation{pingInterval: o.KeepAlive}},
-		// graphql-ws "ka" messages; graphql-transport-ws pings come from wsImplementation.
-		KeepAlivePingInterval: o.KeepAlive,
-		InitTimeout:           10 * time.Second,
-		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
-			if ok, retry := pacer.Take(); !ok {
-				// Before the token is checked: pacing is what keeps a storm cheap.
-				o.countRefusal(limitConnectionRate)
-				return refuseForNow(ctx, retry)
-			}
-			var v auth.Viewer
-			var err error
-			if token := initToken(payload); token == "" {
-				if v, err = auth.ViewerFrom(ctx); err != nil {
-					return refuseInit(ctx, nil)
-				}
-				// authenticated by the upgrade request's header
-			} else {
-				if v, err = o.Authenticator.Authenticate(ctx, token); err != nil {
-					return refuseInit(ctx, err)
-				}
-				ctx = auth.WithViewer(ctx, v, nil)
-			}
-			if ctx, err = admitUser(ctx, v.UserID); err != nil {
-				o.countRefusal(limitUserConnections)
-				return ctx, nil, err
-			}
-			closeAtExpiry(ctx, v.Expires)
-			return withConnectionLoaders(ctx, r, o, v), nil, nil
-		},
+// authenticate admits a connection with its connection_init payload: it paces new
+// connections, checks the bearer token (or the upgrade request's), and counts the connection
+// towards its user's. A refusal is a *wsRefusal.
+func (t *wsTransport) authenticate(ctx context.Context, payload map[string]any) (context.Context, error) {
+	o := t.o
+	if ok, retry := t.pacer.Take(); !ok {
+		// Before the token is checked: pacing is what keeps a storm cheap.
+		o.countRefusal(limitConnectionRate)
+		return ctx, refuseForNow(retry)
 	}
+	var v auth.Viewer
+	var err error
+	if token := initToken(payload); token == "" {
+		if v, err = auth.ViewerFrom(ctx); err != nil {
+			return ctx, refuseInit(nil)
+		}
+		// authenticated by the upgrade request's header
+	} else {
+		if v, err = o.Authenticator.Authenticate(ctx, token); err != nil {
+			return ctx, refuseInit(err)
+		}
+		ctx = auth.WithViewer(ctx, v, nil)
+	}
+	if err := admitUser(ctx, v.UserID); err != nil {
+		o.countRefusal(limitUserConnections)
+		return ctx, err
+	}
+	closeAtExpiry(ctx, v.Expires)
+	return withConnectionLoaders(ctx, t.r, t.o, v), nil
 }
 
 // closeAtExpiry closes the WebSocket connection of ctx with CloseTokenExpired when its token
@@ -91,7 +81,7 @@ func closeAtExpiry(ctx context.Context, exp time.Time) {
 
 // initToken finds the bearer token in a connection_init payload: {"Authorization": "Bearer
 // <jwt>"} (any case), or {"authToken": "<jwt>"}.
-func initToken(p transport.InitPayload) string {
+func initToken(p map[string]any) string {
 	for k, v := range p {
 		s, ok := v.(string)
 		if !ok {
@@ -115,11 +105,11 @@ type connLoadersKey struct{}
 
 type connLoaders struct {
 	r      *Resolver
-	o      HandlerOptions
+	o      *HandlerOptions // the transport's: a copy in each connection would cost every idle one
 	viewer string
 }
 
-func withConnectionLoaders(ctx context.Context, r *Resolver, o HandlerOptions, v auth.Viewer) context.Context {
+func withConnectionLoaders(ctx context.Context, r *Resolver, o *HandlerOptions, v auth.Viewer) context.Context {
 	return context.WithValue(ctx, connLoadersKey{}, connLoaders{r: r, o: o, viewer: v.UserID})
 }
 
@@ -156,29 +146,16 @@ const MaxSubscriptionsPerConnection = 8
 // DefaultKeepAlive is how often an idle WebSocket connection is pinged (HandlerOptions).
 const DefaultKeepAlive = 15 * time.Second
 
-// closableImplementation accepts WebSocket connections like its inner implementation and
-// records each in its request's context, so that a subscription can close its connection
-// with a code and reason of its own (gqlgen's transport offers only "terminated").
-type closableImplementation struct {
-	inner transport.WebsocketImplementation
-}
-
-func (c closableImplementation) Accept(w http.ResponseWriter, r *http.Request, o transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
-	conn, err := c.inner.Accept(w, r, o)
-	if h, ok := r.Context().Value(connHolderKey{}).(*connHolder); ok && err == nil {
-		h.set(conn)
-	}
-	return conn, err
-}
-
 type connHolderKey struct{}
 
 // connHolder keeps one WebSocket connection for whoever must close it, counts its open
 // subscriptions, and holds what it counts towards the connection limits (connection_limits.go).
 type connHolder struct {
 	mu            gosync.Mutex
-	conn          transport.WebsocketConn
+	conn          *wsConnection
 	subscriptions int
+	// handedOff is set, by the upgrade request's goroutine, when the connection outlives it.
+	handedOff bool
 
 	// Set and read under limits.mu.
 	limits      *connectionLimits
@@ -206,15 +183,20 @@ func openSubscription(ctx context.Context) (release func(), err error) {
 	}, nil
 }
 
-func (h *connHolder) set(c transport.WebsocketConn) {
+// handOff makes whoever serves the connection past its upgrade request responsible for
+// releasing its counts (the transport's reader, when it ends).
+func (h *connHolder) handOff() { h.handedOff = true }
+
+func (h *connHolder) set(c *wsConnection) {
 	h.mu.Lock()
 	h.conn = c
 	h.mu.Unlock()
 }
 
 // withConnHolder prepares a WebSocket upgrade request's context to hold its connection, and
-// gives back what the connection counted towards the limits when it is over: the WebSocket
-// transport returns once the connection is closed. (The HTTP server's read timeout does not
+// gives back what the connection counted towards the limits when it is over: when the request
+// returns, unless the transport took the connection over (its reader then gives them back
+// when the connection closes). (The HTTP server's read timeout does not
 // reach a WebSocket: net/http clears the connection's deadlines when it is hijacked, and
 // keepalive pings find dead peers instead.)
 func withConnHolder(next http.Handler) http.Handler {
@@ -224,8 +206,10 @@ func withConnHolder(next http.Handler) http.Handler {
 			return
 		}
 		h := &connHolder{}
-		defer h.release()
 		next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), connHolderKey{}, h)))
+		if !h.handedOff {
+			h.release()
+		}
 	})
 }
 
@@ -239,7 +223,7 @@ func closeConnection(ctx context.Context, code int, reason string) {
 	conn := h.conn
 	h.mu.Unlock()
 	if conn != nil {
-		_ = conn.WriteClose(code, reason)
+		conn.close(code, reason)
 	}
 }
 
@@ -288,18 +272,28 @@ func (r *Resolver) syncEvents(ctx context.Context, since *string) (<-chan *model
 		release()
 		return nil, err
 	}
-	out := make(chan *model.SyncEvent)
-	go func() {
+	// The stream runs on the transport's goroutine for this operation (streamPump): each
+	// event is put in out, then emit has gqlgen take it, select its fields and write them.
+	out := make(chan *model.SyncEvent, 1)
+	run := func(emit func() bool) {
 		defer close(out)
 		defer release()
 		defer sub.Close()
-		err := sub.Run(tok, func(ctx context.Context, ev im.Event) error {
-			select {
-			case out <- syncEventOf(ev):
-				return nil
-			case <-ctx.Done():
+		err := sub.Run(tok, func(sendCtx context.Context, ev im.Event) error {
+			out <- syncEventOf(ev)
+			// A write the peer does not take within the hub's stall timeout: the hub has
+			// dropped the subscription by then; the close frame follows what the peer's
+			// socket already holds (the write waits for it, or for the close to give up).
+			stop := context.AfterFunc(sendCtx, func() {
+				if errors.Is(context.Cause(sendCtx), imsync.ErrSlowConsumer) {
+					closeConnection(ctx, CloseSlowConsumer, slowConsumerReason)
+				}
+			})
+			defer stop()
+			if !emit() {
 				return context.Cause(ctx)
 			}
+			return nil
 		})
 		// The subscription leaves the hub before the connection is closed: the close may wait
 		// for a peer that does not read.
@@ -307,12 +301,19 @@ func (r *Resolver) syncEvents(ctx context.Context, since *string) (<-chan *model
 		switch {
 		case errors.Is(err, imsync.ErrSlowConsumer):
 			r.Logger.WarnContext(ctx, "subscriber dropped", "user", viewer.UserID, "reason", err)
-			closeAndWait(ctx, CloseSlowConsumer, "slow consumer: stopped taking events; reconnect with your last token")
+			closeAndWait(ctx, CloseSlowConsumer, slowConsumerReason)
 		case errors.Is(err, imsync.ErrShuttingDown):
 			closeAndWait(ctx, CloseGoingAway, "going away: the gateway is shutting down; reconnect with your last token")
 		case err != nil && ctx.Err() == nil:
 			r.Logger.ErrorContext(ctx, "subscription ended", "user", viewer.UserID, "err", err)
 		}
-	}()
+	}
+	if !pumpStream(ctx, run) {
+		release()
+		sub.Close()
+		return nil, im.Errorf(im.EINVALID, "syncEvents is served over WebSocket only")
+	}
 	return out, nil
 }
+
+const slowConsumerReason = "slow consumer: stopped taking events; reconnect with your last token"

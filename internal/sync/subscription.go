@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"errors"
+	"github.com/msggate/msggate/internal/freshstack"
 	"maps"
 	"math/rand/v2"
 	gosync "sync"
@@ -332,12 +333,20 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 	// views holds the user's own counters in each group followed, to personalize its events.
 	views := map[string]MemberView{}
 	// deliver gives send one event, and gives up on a subscriber that does not take it.
+	// A subscriber that stalls leaves the hub at once, even while send still waits (a write
+	// to a peer that does not read only ends when the peer reads or the connection closes).
 	deliver := func(ev im.Event) error {
 		sendCtx, cancel := context.WithTimeoutCause(ctx, stall, ErrSlowConsumer)
 		defer cancel()
+		stalled := context.AfterFunc(sendCtx, func() {
+			if errors.Is(context.Cause(sendCtx), ErrSlowConsumer) && ctx.Err() == nil {
+				s.hub.dropped("slow_consumer")
+				s.cancel(ErrSlowConsumer)
+				s.Close()
+			}
+		})
 		err := send(sendCtx, ev)
-		if err != nil && errors.Is(context.Cause(sendCtx), ErrSlowConsumer) && ctx.Err() == nil {
-			s.hub.dropped("slow_consumer")
+		if !stalled() && errors.Is(context.Cause(ctx), ErrSlowConsumer) {
 			return ErrSlowConsumer
 		}
 		return err
@@ -442,7 +451,7 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 	resume := func() (bool, error) {
 		var ok bool
 		var err error
-		onFreshStack(func() { ok, err = sync() })
+		freshstack.Run(func() { ok, err = sync() })
 		switch {
 		case ok:
 			backoff = 0
@@ -538,16 +547,3 @@ const (
 	catchUpRetryMin = 100 * time.Millisecond
 	catchUpRetryMax = 2 * time.Second
 )
-
-// onFreshStack runs f on a goroutine of its own and waits for it. A subscription's goroutine
-// lives as long as its device stays connected, mostly idle; the deep calls of a catch-up
-// (Redis, MongoDB) would grow its stack for good, and every idle device would keep that
-// stack. Run on a short-lived goroutine, they leave the long-lived one shallow.
-func onFreshStack(f func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	<-done
-}

@@ -1,0 +1,516 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	gosync "sync"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/coder/websocket"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/msggate/msggate/internal/admission"
+	"github.com/msggate/msggate/internal/freshstack"
+)
+
+// wsTransport serves GraphQL over WebSocket with the graphql-transport-ws protocol and the
+// legacy graphql-ws one (a client that names neither gets the latter, as gqlgen's transport
+// did).
+//
+// It is msggate's own, not gqlgen's transport.Websocket, for what an idle subscribed device
+// costs: gqlgen's holds three goroutines per connection and subscription besides the reader
+// (a closer, the subscription's, and the resolver's feeding it), each with a stack. Here a
+// connection is its reader, and a subscription one goroutine that both follows the stream and
+// writes its events (see streamPump); keepalives and deadlines are timers.
+type wsTransport struct {
+	r     *Resolver
+	o     *HandlerOptions
+	pacer *admission.Pacer
+}
+
+// The subprotocols, in the order of preference.
+const (
+	protocolTransportWS = "graphql-transport-ws"
+	protocolLegacyWS    = "graphql-ws"
+)
+
+// Close codes of the graphql-transport-ws protocol that msggate sends.
+const (
+	CloseBadMessage     = 4400
+	CloseInitTimeout    = 4408
+	CloseDuplicateID    = 4409
+	CloseTooManyInits   = 4429 // the protocol's; shared with CloseTooManyConnections
+	closeNormal         = 1000
+	wsInitTimeout       = 10 * time.Second
+	wsReadLimit         = 1 << 20 // gqlgen's default, which clients were served with
+	wsControlWriteLimit = 10 * time.Second
+)
+
+func newWSTransport(r *Resolver, o HandlerOptions) *wsTransport {
+	return &wsTransport{r: r, o: &o, pacer: admission.NewPacer(o.ConnectionRate, o.ConnectionBurst)}
+}
+
+var _ graphql.Transport = (*wsTransport)(nil)
+
+func (*wsTransport) Supports(r *http.Request) bool { return r.Header.Get("Upgrade") != "" }
+
+// Do serves one connection until it closes.
+func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{protocolTransportWS, protocolLegacyWS}})
+	if err != nil {
+		return // Accept answered the request
+	}
+	conn.SetReadLimit(wsReadLimit)
+	// The connection outlives the request: net/http ends the request's context when Do
+	// returns, which it does once the connection is authenticated (see below).
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	c := &wsConnection{
+		t:       t,
+		conn:    conn,
+		exec:    exec,
+		headers: r.Header,
+		legacy:  conn.Subprotocol() != protocolTransportWS,
+		ctx:     ctx,
+		ops:     map[string]context.CancelFunc{},
+	}
+	h, _ := r.Context().Value(connHolderKey{}).(*connHolder)
+	if h != nil {
+		h.set(c)
+	}
+	if !c.init() {
+		c.finish(cancel)
+		return
+	}
+	// The reader goes on a goroutine of its own, and the request's goroutine returns: its
+	// stack grew through net/http, the middleware and the authentication, and an idle
+	// connection would keep it for good. The connection's counts towards the limits go with
+	// the reader.
+	if h != nil {
+		h.handOff()
+	}
+	go func() {
+		defer func() {
+			c.finish(cancel)
+			if h != nil {
+				h.release()
+			}
+		}()
+		c.serve()
+	}()
+}
+
+// finish ends the connection: its operations, its timers, and the socket, once a close
+// handshake under way is over.
+func (c *wsConnection) finish(cancel context.CancelFunc) {
+	cancel()
+	c.mu.Lock()
+	c.stopTimersLocked()
+	handshake := c.closeDone
+	c.mu.Unlock()
+	if handshake != nil {
+		<-handshake
+	}
+	_ = c.conn.CloseNow()
+}
+
+// wsConnection is one WebSocket connection.
+type wsConnection struct {
+	t       *wsTransport
+	conn    *websocket.Conn
+	exec    graphql.GraphExecutor
+	headers http.Header
+	legacy  bool // graphql-ws rather than graphql-transport-ws
+	// ctx is the connection's: authenticated once init succeeded, and ended when the reader
+	// returns, which ends every operation on it.
+	ctx context.Context
+
+	mu        gosync.Mutex
+	ops       map[string]context.CancelFunc // operations running, by id
+	keepAlive *time.Timer                   // the next ping ("ka" in graphql-ws)
+	// pongDue cuts the connection off when a ping was not answered in time (graphql-transport-ws).
+	pongDue   *time.Timer
+	closing   bool
+	closeDone chan struct{} // closed when the close handshake is over
+}
+
+// wsMessage is a message of either protocol: they share the envelope.
+type wsMessage struct {
+	Type    string          `json:"type"`
+	ID      string          `json:"id,omitempty"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// read returns the next message; an error ends the connection (its cause has been dealt with).
+func (c *wsConnection) read() (wsMessage, error) {
+	_, data, err := c.conn.Read(context.Background())
+	if err != nil {
+		return wsMessage{}, err
+	}
+	var m wsMessage
+	if err := json.Unmarshal(data, &m); err != nil || m.Type == "" {
+		c.close(CloseBadMessage, "invalid message: want a JSON object with a type")
+		return wsMessage{}, errors.New("invalid message")
+	}
+	return m, nil
+}
+
+// init waits for connection_init and authenticates the connection with it.
+func (c *wsConnection) init() bool {
+	timeout := time.AfterFunc(wsInitTimeout, func() { c.close(CloseInitTimeout, "connection initialisation timeout") })
+	m, err := c.read()
+	timeout.Stop()
+	if err != nil {
+		return false
+	}
+	switch m.Type {
+	case "connection_init":
+	case "connection_terminate":
+		c.close(closeNormal, "terminated")
+		return false
+	default:
+		c.close(CloseBadMessage, fmt.Sprintf("unexpected message %q: connection_init comes first", m.Type))
+		return false
+	}
+	var payload map[string]any
+	if len(m.Payload) > 0 && !bytes.Equal(m.Payload, []byte("null")) {
+		if err := json.Unmarshal(m.Payload, &payload); err != nil {
+			c.close(CloseBadMessage, "invalid connection_init payload: want a JSON object")
+			return false
+		}
+	}
+	ctx, err := c.t.authenticate(c.ctx, payload)
+	if err != nil {
+		var refused *wsRefusal
+		if !errors.As(err, &refused) {
+			refused = &wsRefusal{code: CloseUnauthorized, reason: "terminated", err: err}
+		}
+		if c.legacy {
+			c.writeControl(wsMessage{Type: "connection_error", Payload: gqlErrorJSON(err.Error())})
+		}
+		c.close(refused.code, refused.reason)
+		return false
+	}
+	c.ctx = ctx
+	c.writeControl(wsMessage{Type: "connection_ack"})
+	if interval := c.t.o.KeepAlive; interval > 0 {
+		c.mu.Lock()
+		if c.legacy {
+			c.keepAlive = time.AfterFunc(0, c.sendKeepAlive)
+		} else {
+			c.keepAlive = time.AfterFunc(interval, c.ping)
+		}
+		c.mu.Unlock()
+	}
+	return true
+}
+
+// serve reads the client's messages until the connection closes.
+func (c *wsConnection) serve() {
+	for {
+		m, err := c.read()
+		if err != nil {
+			return
+		}
+		start := graphql.Now()
+		switch m.Type {
+		case "subscribe", "start":
+			if !c.start(m, start) {
+				return
+			}
+		case "complete", "stop":
+			c.mu.Lock()
+			cancel := c.ops[m.ID]
+			c.mu.Unlock()
+			if cancel != nil {
+				cancel()
+			}
+		case "ping":
+			c.writeControl(wsMessage{Type: "pong", Payload: m.Payload})
+		case "pong":
+			c.mu.Lock()
+			if c.pongDue != nil {
+				c.pongDue.Stop()
+				c.pongDue = nil
+			}
+			c.mu.Unlock()
+		case "connection_terminate":
+			c.close(closeNormal, "terminated")
+			return
+		case "connection_init":
+			c.close(CloseTooManyInits, "too many initialisation requests")
+			return
+		default:
+			c.close(CloseBadMessage, fmt.Sprintf("unexpected message %q", m.Type))
+			return
+		}
+	}
+}
+
+// start begins operation m on a goroutine of its own; false when the connection must end.
+func (c *wsConnection) start(m wsMessage, start time.Time) bool {
+	if m.ID == "" {
+		c.close(CloseBadMessage, m.Type+" needs an id")
+		return false
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.mu.Lock()
+	if _, dup := c.ops[m.ID]; dup {
+		c.mu.Unlock()
+		cancel()
+		c.close(CloseDuplicateID, fmt.Sprintf("subscriber for %s already exists", m.ID))
+		return false
+	}
+	c.ops[m.ID] = cancel
+	c.mu.Unlock()
+	go c.operate(ctx, cancel, m.ID, m.Payload, start)
+	return true
+}
+
+// operate runs one operation and sends its answers: one for a query or mutation, one per
+// event for a subscription, then "complete" (unless the connection is closing: a client
+// takes "complete" for a normal end and would not resubscribe).
+func (c *wsConnection) operate(ctx context.Context, cancel context.CancelFunc, id string, payload json.RawMessage, start time.Time) {
+	// The id is free again before "complete" goes out: a client may reuse it at once (and
+	// once freed, the id is no longer this operation's to free).
+	freed := false
+	done := func() {
+		if freed {
+			return
+		}
+		freed = true
+		c.mu.Lock()
+		delete(c.ops, id)
+		c.mu.Unlock()
+		cancel()
+	}
+	ctx = graphql.StartOperationTrace(ctx)
+	params := &graphql.RawParams{}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	if err := dec.Decode(params); err != nil {
+		done()
+		c.sendErrors(id, gqlerror.List{{Message: "invalid json"}})
+		c.complete(id)
+		return
+	}
+	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
+	params.Headers = c.headers
+	rc, errs := c.exec.CreateOperationContext(ctx, params)
+	if errs != nil {
+		resp := c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
+		done()
+		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
+			c.sendErrors(id, resp.Errors)
+		} else {
+			c.next(id, &graphql.Response{Errors: errs})
+		}
+		c.complete(id)
+		return
+	}
+	ctx = graphql.WithOperationContext(ctx, rc)
+	pump := &streamPump{}
+	ctx = context.WithValue(ctx, streamPumpKey{}, pump)
+	defer func() {
+		if r := recover(); r != nil {
+			err := rc.Recover(ctx, r)
+			var gqlErr *gqlerror.Error
+			if !errors.As(err, &gqlErr) {
+				gqlErr = &gqlerror.Error{Message: "internal system error"}
+			}
+			done()
+			c.sendErrors(id, gqlerror.List{gqlErr})
+		}
+		done()
+		if c.ctx.Err() == nil && !c.isClosing() {
+			c.complete(id)
+		}
+	}()
+	// A subscription's goroutine lives as long as it does, mostly idle: what goes deep (the
+	// resolvers, encoding and writing an answer) runs on short-lived goroutines.
+	var responses graphql.ResponseHandler
+	freshstack.Run(func() { responses, ctx = c.exec.DispatchOperation(ctx, rc) })
+	emit := func() bool {
+		ok := false
+		freshstack.Run(func() {
+			if resp := responses(ctx); resp != nil {
+				c.next(id, resp)
+				ok = true
+			}
+		})
+		return ok
+	}
+	if pump.run != nil {
+		pump.run(emit)
+		return
+	}
+	for emit() {
+	}
+}
+
+// streamPumpKey marks an operation's context with the streamPump its subscription resolver
+// may take.
+type streamPumpKey struct{}
+
+// streamPump lets a subscription resolver run its stream on the operation's goroutine instead
+// of a goroutine of its own feeding a channel: run is given emit, which takes one item from
+// the channel the resolver returned and writes it, and reports false once the stream is over.
+// One goroutine per subscription, where a channel between two would need two.
+type streamPump struct {
+	run func(emit func() bool)
+}
+
+// pumpStream hands run to the transport that runs ctx's operation. false when the transport
+// offers none (the caller then runs it itself).
+func pumpStream(ctx context.Context, run func(emit func() bool)) bool {
+	p, ok := ctx.Value(streamPumpKey{}).(*streamPump)
+	if !ok || p.run != nil {
+		return false
+	}
+	p.run = run
+	return true
+}
+
+// next writes one answer of operation id. It may wait for a slow reader: a subscription
+// bounds that itself (a slow consumer is closed, which ends the write).
+func (c *wsConnection) next(id string, resp *graphql.Response) {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		b, _ = json.Marshal(&graphql.Response{Errors: gqlerror.List{{Message: "the answer could not be encoded"}}})
+	}
+	typ := "next"
+	if c.legacy {
+		typ = "data"
+	}
+	c.write(context.Background(), wsMessage{Type: typ, ID: id, Payload: b})
+}
+
+func (c *wsConnection) complete(id string) {
+	c.writeControl(wsMessage{Type: "complete", ID: id})
+}
+
+func (c *wsConnection) sendErrors(id string, errs gqlerror.List) {
+	b, err := json.Marshal(errs)
+	if err != nil {
+		return
+	}
+	c.writeControl(wsMessage{Type: "error", ID: id, Payload: b})
+}
+
+// writeControl writes a protocol message, giving up (and so closing the connection) on a
+// peer that has not taken it within wsControlWriteLimit.
+func (c *wsConnection) writeControl(m wsMessage) {
+	ctx, cancel := context.WithTimeout(context.Background(), wsControlWriteLimit)
+	defer cancel()
+	c.write(ctx, m)
+}
+
+func (c *wsConnection) write(ctx context.Context, m wsMessage) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	_ = c.conn.Write(ctx, websocket.MessageText, b)
+}
+
+func gqlErrorJSON(message string) json.RawMessage {
+	b, _ := json.Marshal(&gqlerror.Error{Message: message})
+	return b
+}
+
+var (
+	pingMessage      = []byte(`{"type":"ping"}`)
+	keepAliveMessage = []byte(`{"type":"ka"}`)
+)
+
+// ping sends a graphql-transport-ws ping and schedules the next. A connection that has not
+// answered with a pong within two intervals is cut off; the deadline is armed before the ping
+// goes out, so that a quick pong cannot clear it first.
+func (c *wsConnection) ping() {
+	interval := c.t.o.KeepAlive
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	if c.pongDue == nil {
+		c.pongDue = time.AfterFunc(2*interval, func() { _ = c.conn.CloseNow() })
+	}
+	c.mu.Unlock()
+	c.keepAliveWrite(pingMessage, c.ping)
+}
+
+// sendKeepAlive sends a graphql-ws "ka" and schedules the next.
+func (c *wsConnection) sendKeepAlive() { c.keepAliveWrite(keepAliveMessage, c.sendKeepAlive) }
+
+func (c *wsConnection) keepAliveWrite(msg []byte, again func()) {
+	interval := c.t.o.KeepAlive
+	ctx, cancel := context.WithTimeout(context.Background(), interval)
+	err := c.conn.Write(ctx, websocket.MessageText, msg)
+	cancel()
+	if err != nil {
+		_ = c.conn.CloseNow()
+		return
+	}
+	c.mu.Lock()
+	if !c.closing {
+		c.keepAlive = time.AfterFunc(interval, again)
+	}
+	c.mu.Unlock()
+}
+
+func (c *wsConnection) stopTimersLocked() {
+	c.closing = true
+	if c.keepAlive != nil {
+		c.keepAlive.Stop()
+	}
+	if c.pongDue != nil {
+		c.pongDue.Stop()
+		c.pongDue = nil
+	}
+}
+
+func (c *wsConnection) isClosing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closing
+}
+
+// close starts the close handshake with code and reason, in the background: the handshake
+// waits up to 5 s for the peer, which no caller should. A second close does nothing.
+func (c *wsConnection) close(code int, reason string) {
+	c.mu.Lock()
+	if c.closeDone != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.stopTimersLocked()
+	done := make(chan struct{})
+	c.closeDone = done
+	c.mu.Unlock()
+	go func() {
+		defer close(done)
+		_ = c.conn.Close(websocket.StatusCode(code), reason)
+	}()
+}
+
+// wsRefusal is why connection_init was refused, and how the connection is closed for it.
+type wsRefusal struct {
+	code   int
+	reason string
+	err    error
+}
+
+func (r *wsRefusal) Error() string {
+	if r.err != nil {
+		return r.err.Error()
+	}
+	return r.reason
+}
+
+func (r *wsRefusal) Unwrap() error { return r.err }
