@@ -19,6 +19,20 @@ import (
 // Cost: one query on conversation for the list (at most Options.MaxConversations documents),
 // then States. Errors: EINVALID for a bad user ID, EUNAVAILABLE when a store fails.
 func (s *Store) UserConversations(ctx context.Context, userID string) ([]im.SeqState, error) {
+	ids, err := s.ConversationIDs(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	states, err := s.States(ctx, userID, ids)
+	if err != nil {
+		return nil, err
+	}
+	return im.ByActivity(states), nil
+}
+
+// ConversationIDs returns the IDs of userID's conversation documents (at most
+// Options.MaxConversations), in ID order: one query on conversation.
+func (s *Store) ConversationIDs(ctx context.Context, userID string) ([]string, error) {
 	if err := validUserID(userID); err != nil {
 		return nil, err
 	}
@@ -43,9 +57,5 @@ func (s *Store) UserConversations(ctx context.Context, userID string) ([]im.SeqS
 			ids = append(ids, d.ConversationID)
 		}
 	}
-	states, err := s.States(ctx, userID, ids)
-	if err != nil {
-		return nil, err
-	}
-	return im.ByActivity(states), nil
+	return ids, nil
 }

@@ -37,10 +37,10 @@ func (l *Ledger) Memberships(ctx context.Context, userID string, convs []im.Conv
 	return out, nil
 }
 
-// ParseConversationID checks a conversation ID by msggate's own rules
-// (im.ParseConversationID), the rules of the conversations the ledger keeps.
+// ParseConversationID checks a conversation ID by the rules of the conversations the ledger
+// keeps: msggate's own (im.ParseConversationID), or its StateSource's.
 func (l *Ledger) ParseConversationID(id string) (im.Conversation, error) {
-	return im.ParseConversationID(id)
+	return l.parseConversationID(id)
 }
 
 // CanRead reports, aligned with conversationIDs, whether userID may read each conversation

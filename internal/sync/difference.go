@@ -124,7 +124,7 @@ func (l *Ledger) groupStreams(ctx context.Context, userID string) ([]string, err
 	}
 	var out []string
 	for _, id := range ids {
-		if c, err := im.ParseConversationID(id); err == nil && c.Kind.IsGroup() {
+		if c, err := l.parseConversationID(id); err == nil && c.Kind.IsGroup() {
 			out = append(out, id)
 		}
 	}
@@ -183,7 +183,7 @@ func (l *Ledger) GroupHeads(ctx context.Context, userID string) (map[string]im.C
 func (l *Ledger) groupHeads(ctx context.Context, ids []string) (map[string]im.Cursor, error) {
 	var reads []cache.GroupRead
 	for _, id := range ids {
-		if c, err := im.ParseConversationID(id); err == nil && c.Kind.IsGroup() {
+		if c, err := l.parseConversationID(id); err == nil && c.Kind.IsGroup() {
 			reads = append(reads, cache.GroupRead{ConversationID: id})
 		}
 	}

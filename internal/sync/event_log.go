@@ -24,7 +24,9 @@ import (
 func personalReaders(conv im.Conversation) ([]string, error) {
 	switch conv.Kind {
 	case im.SingleChat, im.UserNotification:
-		return conv.UserIDs, nil
+		if len(conv.UserIDs) > 0 {
+			return conv.UserIDs, nil
+		}
 	}
 	return nil, im.Errorf(im.EINTERNAL, "conversation %s has no personal readers", conv.ID)
 }
@@ -35,6 +37,10 @@ type StoredMessage struct {
 	Seq            int64
 	SendID         string
 	SendTime       int64
+	// Readers are the users whose own logs take the message when its conversation's ID does
+	// not name them (an OpenIM single chat's, whose user IDs may hold the separator); empty:
+	// the ID's users.
+	Readers []string
 }
 
 // messageKey names a message's announcement. A message has one seq for good: its writer, a
@@ -51,7 +57,7 @@ func (l *Ledger) AnnounceMessages(ctx context.Context, msgs []StoredMessage) err
 	var grouped []cache.GroupAppend
 	var personal []StoredMessage
 	for _, m := range msgs {
-		conv, err := im.ParseConversationID(m.ConversationID)
+		conv, err := l.parseConversationID(m.ConversationID)
 		if err != nil {
 			return err
 		}
@@ -83,9 +89,12 @@ func (l *Ledger) announcePersonalMessages(ctx context.Context, msgs []StoredMess
 		if _, ok := members[m.ConversationID]; ok {
 			continue
 		}
-		conv, err := im.ParseConversationID(m.ConversationID)
+		conv, err := l.parseConversationID(m.ConversationID)
 		if err != nil {
 			return err
+		}
+		if len(m.Readers) > 0 {
+			conv.UserIDs = m.Readers
 		}
 		ms, err := personalReaders(conv)
 		if err != nil {

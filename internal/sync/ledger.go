@@ -44,6 +44,8 @@ type Ledger struct {
 	// a query (store_loaders.go).
 	lists    *dataloader.Loader[string, storedList]
 	userSeqs *dataloader.Loader[chunkstore.UserSeqKey, chunkstore.UserSeqs]
+	// source, when set, holds the lists and counters instead of store (NewFollowerLedger).
+	source StateSource
 }
 
 // NewLedger returns a Ledger over the store and the cache.
@@ -129,6 +131,9 @@ func (l *Ledger) States(ctx context.Context, userID string, conversationIDs []st
 // also returns each query's user's event log head, read in the same round trip; a Redis
 // failure is then an error, since no token can be given without the log.
 func (l *Ledger) statesMany(ctx context.Context, queries []cache.StateQuery, withHeads bool) ([][]im.SeqState, []im.Cursor, error) {
+	if l.source != nil {
+		return l.sourceStates(ctx, queries, withHeads)
+	}
 	out := make([][]im.SeqState, len(queries))
 	cached, err := l.cache.GetStatesMany(ctx, queries, withHeads)
 	if err != nil {

@@ -1,0 +1,356 @@
+// Package openimsync follows an OpenIM deployment's changes into msggate's own event logs, so
+// that syncDifference and syncEvents serve OpenIM mode as they serve msggate's own store.
+//
+// OpenIM tells its changes on Kafka (internal/openimfeed), but the topic is a fast hint, not
+// the truth: a message can reach OpenIM's stores without a record, and a record can come
+// twice. So every event is keyed (a second one under the same key is left out), and each
+// conversation's followed seq (the highest seq logged) is kept in msggate's Redis: a record
+// whose seq jumps past it, or an OpenIM max seq that runs ahead of it (FillGaps), makes the
+// missing seqs be read from OpenIM's MongoDB and message cache and logged. The counters of
+// every event come from OpenIM's stores, as OpenIM-mode reads give them.
+package openimsync
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/openim"
+	"github.com/msggate/msggate/internal/openimfeed"
+	imsync "github.com/msggate/msggate/internal/sync"
+)
+
+// Options configures a Follower. The zero value is usable.
+type Options struct {
+	// GapFillInterval is how often the conversations active within ActiveWindow are compared
+	// with OpenIM's max seqs (RunGapFill): the longest a message OpenIM stored without a record
+	// waits to reach devices. Default DefaultGapFillInterval.
+	GapFillInterval time.Duration
+	// ActiveWindow: conversations whose followed seq moved within it are checked. Default
+	// 10 minutes.
+	ActiveWindow time.Duration
+	// HoleGrace: a seq OpenIM allocated but neither of its stores holds (a send that failed
+	// after its seq was taken) is passed over once the conversation's last allocation is this
+	// old. Default 30 s.
+	HoleGrace time.Duration
+	Logger    *slog.Logger
+}
+
+// DefaultGapFillInterval is Options.GapFillInterval's default.
+const DefaultGapFillInterval = 2 * time.Second
+
+// Bounds of one pass.
+const (
+	// fillPage is how many seqs of one conversation one store read covers.
+	fillPage = 500
+	// maxActive bounds the conversations one gap-fill pass checks.
+	maxActive = 10000
+)
+
+func (o Options) withDefaults() Options {
+	if o.GapFillInterval <= 0 {
+		o.GapFillInterval = DefaultGapFillInterval
+	}
+	if o.ActiveWindow <= 0 {
+		o.ActiveWindow = 10 * time.Minute
+	}
+	if o.HoleGrace <= 0 {
+		o.HoleGrace = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Follower logs an OpenIM deployment's changes in msggate's event logs.
+type Follower struct {
+	ledger *imsync.Ledger // a follower Ledger over the same cache and store
+	store  *openim.Store
+	cache  *cache.Cache
+	opts   Options
+}
+
+// New returns a Follower that logs through ledger (imsync.NewFollowerLedger over store and c).
+func New(ledger *imsync.Ledger, store *openim.Store, c *cache.Cache, opts Options) *Follower {
+	return &Follower{ledger: ledger, store: store, cache: c, opts: opts.withDefaults()}
+}
+
+// Apply logs the events of a batch of the feed's changes, after any seqs the feed skipped
+// before them. An error means some were not logged: the caller retries the batch (the feed
+// does not commit it), which logs nothing twice.
+func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error {
+	// The seqs of the batch, per conversation: what the followed seq must reach, and where
+	// the batch starts (anything between the followed seq and it was skipped).
+	first, last := map[string]int64{}, map[string]int64{}
+	var convs []string
+	for _, ch := range changes {
+		if ch.Seq <= 0 || !f.valid(ch.ConversationID) {
+			continue
+		}
+		if _, ok := first[ch.ConversationID]; !ok {
+			convs = append(convs, ch.ConversationID)
+			first[ch.ConversationID] = ch.Seq
+		}
+		first[ch.ConversationID] = min(first[ch.ConversationID], ch.Seq)
+		last[ch.ConversationID] = max(last[ch.ConversationID], ch.Seq)
+	}
+	followed, err := f.cache.FollowedSeqs(ctx, convs)
+	if err != nil {
+		return err
+	}
+	for i, c := range convs {
+		if followed[i] > 0 && first[c] > followed[i]+1 {
+			if _, err := f.fill(ctx, c, followed[i]+1, first[c]-1, false); err != nil {
+				return err
+			}
+		}
+	}
+	var msgs []imsync.StoredMessage
+	flush := func() error {
+		err := f.ledger.AnnounceMessages(ctx, msgs)
+		msgs = msgs[:0]
+		return err
+	}
+	for _, ch := range changes {
+		if ch.Seq > 0 && f.valid(ch.ConversationID) {
+			msgs = append(msgs, imsync.StoredMessage{ConversationID: ch.ConversationID, Seq: ch.Seq, SendID: ch.SendID,
+				SendTime: ch.SendTime, Readers: readers(ch.SendID, ch.RecvID)})
+		}
+		if ch.Kind == openimfeed.KindMessage {
+			continue
+		}
+		// A tip is logged after the messages before it.
+		if err := flush(); err != nil {
+			return err
+		}
+		if err := f.applyTip(ctx, ch); err != nil {
+			return err
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	return f.cache.RaiseFollowedSeqs(ctx, last)
+}
+
+// valid reports whether id is a conversation OpenIM's clients address; a record of another
+// is left alone (logged).
+func (f *Follower) valid(id string) bool {
+	if _, err := f.store.ParseConversationID(id); err != nil {
+		f.opts.Logger.Warn("OpenIM feed: a record of a conversation msggate cannot address is left out", "conversation", id, "err", err)
+		return false
+	}
+	return true
+}
+
+// applyTip logs what a notification record says happened.
+func (f *Follower) applyTip(ctx context.Context, ch openimfeed.Change) error {
+	target := ch.TargetConversationID
+	if target == "" {
+		target = ch.ConversationID
+	}
+	switch ch.Kind {
+	case openimfeed.KindRevoke:
+		conv, err := f.tipConversation(target, ch)
+		if err != nil {
+			return f.skip(ch, err)
+		}
+		for _, seq := range ch.Seqs {
+			if err := f.ledger.AnnounceRevoke(ctx, conv, seq); err != nil {
+				return err
+			}
+		}
+	case openimfeed.KindDelete:
+		conv, err := f.tipConversation(target, ch)
+		if err != nil {
+			return f.skip(ch, err)
+		}
+		if len(ch.Seqs) == 0 {
+			return nil
+		}
+		// A tip a user sends to themselves is about their own view only.
+		forEveryone := ch.SendID != ch.RecvID
+		seqs := slices.Sorted(slices.Values(ch.Seqs))
+		key := "od:" + target + ":" + ch.UserID + ":" + strconv.FormatBool(forEveryone) + ":" + joinSeqs(seqs)
+		return f.ledger.AnnounceDelete(ctx, ch.UserID, conv, seqs, forEveryone, key)
+	case openimfeed.KindClear:
+		if ch.UserID == "" {
+			return f.skip(ch, nil)
+		}
+		for _, id := range ch.ConversationIDs {
+			if !f.valid(id) {
+				continue
+			}
+			if err := f.ledger.AnnounceUserClear(ctx, ch.UserID, id); err != nil {
+				return err
+			}
+		}
+	case openimfeed.KindRead:
+		if ch.UserID == "" || !f.valid(target) {
+			return f.skip(ch, nil)
+		}
+		return f.ledger.AnnounceRead(ctx, ch.UserID, target, ch.HasReadSeq)
+	}
+	return nil
+}
+
+// readers returns the users of a single chat, or the owner of a notification conversation,
+// from a record: OpenIM's conversation IDs do not name them unambiguously (a user ID may hold
+// the "_" that separates them). A group message's readers come from the group's stream.
+func readers(sendID, recvID string) []string {
+	switch {
+	case recvID == "":
+		return nil
+	case sendID == "" || sendID == recvID:
+		return []string{recvID}
+	}
+	return []string{sendID, recvID}
+}
+
+// tipConversation parses the conversation a tip is about, with its users from the tip's
+// record when it is a single chat (the tip goes from the one who acted to the other user).
+func (f *Follower) tipConversation(id string, ch openimfeed.Change) (im.Conversation, error) {
+	conv, err := f.store.ParseConversationID(id)
+	if err != nil {
+		return conv, err
+	}
+	if !conv.Kind.IsGroup() && len(conv.UserIDs) == 0 {
+		conv.UserIDs = readers(ch.SendID, ch.RecvID)
+		if len(conv.UserIDs) == 0 {
+			return conv, im.Errorf(im.EINVALID, "a tip of conversation %s names no user", id)
+		}
+	}
+	return conv, nil
+}
+
+func (f *Follower) skip(ch openimfeed.Change, err error) error {
+	f.opts.Logger.Warn("OpenIM feed: a notification msggate cannot apply is left out",
+		"kind", ch.Kind, "conversation", ch.ConversationID, "partition", ch.Partition, "offset", ch.Offset, "err", err)
+	return nil
+}
+
+func joinSeqs(seqs []int64) string {
+	var b strings.Builder
+	for i, s := range seqs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(s, 10))
+	}
+	return b.String()
+}
+
+// fill logs the messages of seqs from..to of a conversation that OpenIM's stores hold, in
+// pages, and returns the highest seq up to which everything is logged or passed over. A seq
+// neither store holds stops it there, unless passHoles (the allocation is old enough for the
+// seq to be a hole, not a message on its way).
+func (f *Follower) fill(ctx context.Context, conversationID string, from, to int64, passHoles bool) (int64, error) {
+	done := from - 1
+	for start := from; start <= to; start += fillPage {
+		end := min(to, start+fillPage-1)
+		seqs := make([]int64, 0, end-start+1)
+		for s := start; s <= end; s++ {
+			seqs = append(seqs, s)
+		}
+		chunks, err := f.store.Chunks(ctx, im.GroupSeqsByDocID(conversationID, seqs))
+		if err != nil {
+			return done, err
+		}
+		found := map[int64]*im.Message{}
+		for _, c := range chunks {
+			if c == nil {
+				continue
+			}
+			_, index, err := im.ParseDocID(c.DocID)
+			if err != nil {
+				return done, err
+			}
+			for i, slot := range c.Slots {
+				if slot.Msg != nil {
+					found[index*im.ChunkSize+int64(i)+1] = slot.Msg
+				}
+			}
+		}
+		var msgs []imsync.StoredMessage
+		for _, s := range seqs {
+			m, ok := found[s]
+			if !ok {
+				if !passHoles {
+					break
+				}
+				done = s
+				continue
+			}
+			msgs = append(msgs, imsync.StoredMessage{ConversationID: conversationID, Seq: s, SendID: m.SendID,
+				SendTime: m.SendTime, Readers: readers(m.SendID, m.RecvID)})
+			done = s
+		}
+		if err := f.ledger.AnnounceMessages(ctx, msgs); err != nil {
+			return from - 1, err
+		}
+		if done < end {
+			break
+		}
+	}
+	if done >= from {
+		f.opts.Logger.Info("OpenIM feed: logged seqs that reached OpenIM's stores without a record", "conversation", conversationID, "from", from, "to", done)
+	}
+	return done, nil
+}
+
+// FillGaps compares each conversation active within ActiveWindow with OpenIM's max seq, and
+// logs what OpenIM's stores hold beyond the followed seq: the messages whose records never
+// came (or have not come yet: the events are keyed, so a record that comes later adds nothing).
+func (f *Follower) FillGaps(ctx context.Context) error {
+	ids, err := f.cache.ActiveFollowed(ctx, time.Now().Add(-f.opts.ActiveWindow), maxActive)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	followed, err := f.cache.FollowedSeqs(ctx, ids)
+	if err != nil {
+		return err
+	}
+	heads, err := f.store.MaxSeqs(ctx, ids)
+	if err != nil {
+		return err
+	}
+	raise := map[string]int64{}
+	now := time.Now().UnixMilli()
+	for i, id := range ids {
+		if heads[i].MaxSeq <= followed[i] || followed[i] == 0 {
+			continue
+		}
+		old := now-heads[i].LastTime >= f.opts.HoleGrace.Milliseconds()
+		done, err := f.fill(ctx, id, followed[i]+1, heads[i].MaxSeq, old)
+		if err != nil {
+			return err
+		}
+		if done > followed[i] {
+			raise[id] = done
+		}
+	}
+	return f.cache.RaiseFollowedSeqs(ctx, raise)
+}
+
+// RunGapFill runs FillGaps every GapFillInterval until ctx ends. A failed pass is logged and
+// tried again at the next tick.
+func (f *Follower) RunGapFill(ctx context.Context) {
+	t := time.NewTicker(f.opts.GapFillInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := f.FillGaps(ctx); err != nil && ctx.Err() == nil {
+				f.opts.Logger.Warn("OpenIM feed: gap fill failed; trying again", "err", err)
+			}
+		}
+	}
+}

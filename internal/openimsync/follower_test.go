@@ -1,0 +1,217 @@
+package openimsync_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/openim"
+	"github.com/msggate/msggate/internal/openim/openimtest"
+	"github.com/msggate/msggate/internal/openimfeed"
+	"github.com/msggate/msggate/internal/openimsync"
+	imsync "github.com/msggate/msggate/internal/sync"
+	"github.com/msggate/msggate/internal/testenv"
+)
+
+// world is an OpenIM deployment written by openimtest (FerretDB, a redis-server of its own),
+// msggate's own Redis (another redis-server), and the follower and follower ledger over them.
+type world struct {
+	IM       *openimtest.Deployment
+	ledger   *imsync.Ledger
+	follower *openimsync.Follower
+}
+
+func newWorld(t *testing.T, opts openimsync.Options) *world {
+	t.Helper()
+	m := testenv.Mongo(t)
+	imRedis := testenv.Redis(t)
+	d := openimtest.NewAt(t, m.Connect(t, nil), imRedis.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: imRedis.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	store, err := openim.Open(context.Background(), m.Connect(t, nil), rdb, openim.Options{Secret: d.Secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := testenv.Redis(t)
+	c, err := cache.Dial(own.URL(), cache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	l := imsync.NewFollowerLedger(c, store, imsync.Options{})
+	return &world{IM: d, ledger: l, follower: openimsync.New(l, store, c, opts)}
+}
+
+// record is the change OpenIM's toPush carries for a message stored at seq.
+func record(conv string, seq int64, m *openimtest.MsgData) openimfeed.Change {
+	return openimfeed.Change{Kind: openimfeed.KindMessage, ConversationID: conv, Seq: seq, SendID: m.SendID,
+		RecvID: m.RecvID, GroupID: m.GroupID, ContentType: m.ContentType, SendTime: m.SendTime}
+}
+
+func (w *world) apply(t *testing.T, changes ...openimfeed.Change) {
+	t.Helper()
+	if err := w.follower.Apply(context.Background(), changes); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+}
+
+// difference returns userID's events since tok, all of them.
+func (w *world) difference(t *testing.T, userID string, tok im.SyncToken) ([]im.Event, im.SyncToken) {
+	t.Helper()
+	d, err := w.ledger.Difference(context.Background(), userID, tok, 1000)
+	if err != nil {
+		t.Fatalf("Difference: %v", err)
+	}
+	if d.TooLong || d.HasMore {
+		t.Fatalf("Difference: tooLong %v, hasMore %v", d.TooLong, d.HasMore)
+	}
+	return d.Events, d.Token
+}
+
+func summary(t *testing.T, w *world, userID string) imsync.Summary {
+	t.Helper()
+	s, err := w.ledger.Summary(context.Background(), userID)
+	if err != nil {
+		t.Fatalf("Summary: %v", err)
+	}
+	return s
+}
+
+// Ensure a single chat's messages, as the feed tells them, reach both users' logs once each
+// (a redelivered record adds nothing), with OpenIM's counters: the recipient's unread count is
+// what OpenIM says, the sender has read their own message.
+func TestFollowSingleChat(t *testing.T) {
+	w := newWorld(t, openimsync.Options{})
+	conv := openimtest.SingleConversationID("ann", "bob")
+	first := openimtest.Single("ann", "bob", openimtest.ContentText, openimtest.TextContent("hi"))
+	seqs := w.IM.Send(conv, first)
+	annTok, bobTok := summary(t, w, "ann").Token, summary(t, w, "bob").Token
+
+	msgs := []*openimtest.MsgData{
+		openimtest.Single("ann", "bob", openimtest.ContentText, openimtest.TextContent("one")),
+		openimtest.Single("ann", "bob", openimtest.ContentText, openimtest.TextContent("two")),
+	}
+	more := w.IM.Send(conv, msgs...)
+	changes := []openimfeed.Change{record(conv, seqs[0], first), record(conv, more[0], msgs[0]), record(conv, more[1], msgs[1])}
+	w.apply(t, changes...)
+	w.apply(t, changes[1:]...) // redelivered
+
+	evs, _ := w.difference(t, "bob", bobTok)
+	var got []int64
+	for _, ev := range evs {
+		if ev.Type != im.EventNewMessage || ev.ConversationID != conv {
+			t.Fatalf("bob got %+v, want NEW_MESSAGE events of %s", ev, conv)
+		}
+		got = append(got, ev.Seq)
+	}
+	if want := []int64{seqs[0], more[0], more[1]}; !equalSeqs(got, want) {
+		t.Fatalf("bob got seqs %v, want %v once each", got, want)
+	}
+	last := evs[len(evs)-1]
+	if last.MaxSeq != more[1] || last.Unread != 3 || last.ReadSeq != 0 {
+		t.Errorf("bob's last event: maxSeq %d unread %d readSeq %d, want %d, 3, 0", last.MaxSeq, last.Unread, last.ReadSeq, more[1])
+	}
+	evs, _ = w.difference(t, "ann", annTok)
+	if len(evs) != 3 || evs[2].ReadSeq != more[1] || evs[2].Unread != 0 {
+		t.Fatalf("ann got %+v, want 3 events, the last with readSeq %d and nothing unread", evs, more[1])
+	}
+}
+
+// Ensure a group message is logged once, in the group's stream, and each member reads it with
+// their own counters; a revoke, a delete for everyone and a read on another device (the tips
+// OpenIM sends) become REVOKE, DELETE and READ events.
+func TestFollowGroupAndTips(t *testing.T) {
+	w := newWorld(t, openimsync.Options{})
+	conv := openimtest.GroupConversationID("g1")
+	w.IM.CreateGroupChatConversations("g1", "ann", "bob", "cy")
+	msgs := []*openimtest.MsgData{
+		openimtest.Group("ann", "g1", openimtest.ContentText, openimtest.TextContent("a")),
+		openimtest.Group("ann", "g1", openimtest.ContentText, openimtest.TextContent("b")),
+	}
+	seqs := w.IM.Send(conv, msgs[0])
+	bobTok := summary(t, w, "bob").Token
+	w.apply(t, record(conv, seqs[0], msgs[0]))
+	seqs = append(seqs, w.IM.Send(conv, msgs[1])...)
+	w.IM.SetReadSeq(conv, "bob", seqs[1])
+	w.apply(t,
+		record(conv, seqs[1], msgs[1]),
+		openimfeed.Change{Kind: openimfeed.KindRevoke, ConversationID: conv, UserID: "ann", SendID: "ann", GroupID: "g1", Seqs: []int64{seqs[0]}},
+		openimfeed.Change{Kind: openimfeed.KindDelete, ConversationID: conv, UserID: "ann", SendID: "ann", GroupID: "g1", Seqs: []int64{seqs[1]}},
+		openimfeed.Change{Kind: openimfeed.KindRead, ConversationID: "n_bob", UserID: "bob", SendID: "bob", RecvID: "bob",
+			TargetConversationID: conv, HasReadSeq: seqs[1]},
+	)
+	evs, _ := w.difference(t, "bob", bobTok)
+	var kinds []im.EventType
+	for _, ev := range evs {
+		kinds = append(kinds, ev.Type)
+	}
+	want := []im.EventType{im.EventRead, im.EventNewMessage, im.EventNewMessage, im.EventRevoke, im.EventDelete}
+	if len(kinds) != len(want) {
+		t.Fatalf("bob got %v, want %v", kinds, want)
+	}
+	for i := range want {
+		if kinds[i] != want[i] {
+			t.Fatalf("bob got %v, want %v", kinds, want)
+		}
+	}
+	if r := evs[0]; r.ReadSeq != seqs[1] || r.Unread != 0 {
+		t.Errorf("READ: readSeq %d unread %d, want %d and 0", r.ReadSeq, r.Unread, seqs[1])
+	}
+	if ev := evs[3]; ev.Seq != seqs[0] || ev.Stream != conv {
+		t.Errorf("REVOKE %+v, want seq %d in the group's stream", ev, seqs[0])
+	}
+	if ev := evs[4]; !ev.ForEveryone || len(ev.Seqs) != 1 || ev.Seqs[0] != seqs[1] {
+		t.Errorf("DELETE %+v, want seq %d for everyone", ev, seqs[1])
+	}
+}
+
+// Ensure a message whose record never came is logged from OpenIM's stores: before the next
+// record of its conversation, and by the gap fill when no record follows.
+func TestFollowFillsLostRecords(t *testing.T) {
+	w := newWorld(t, openimsync.Options{HoleGrace: time.Hour})
+	conv := openimtest.SingleConversationID("ann", "bob")
+	send := func(text string) (int64, openimfeed.Change) {
+		m := openimtest.Single("ann", "bob", openimtest.ContentText, openimtest.TextContent(text))
+		seq := w.IM.Send(conv, m)[0]
+		return seq, record(conv, seq, m)
+	}
+	s1, r1 := send("1")
+	tok := summary(t, w, "bob").Token
+	w.apply(t, r1)
+	s2, _ := send("2") // its record is lost
+	_, r3 := send("3")
+	w.apply(t, r3)
+	s4, _ := send("4") // lost, and nothing follows
+	if err := w.follower.FillGaps(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := w.difference(t, "bob", tok)
+	var got []int64
+	for _, ev := range evs {
+		got = append(got, ev.Seq)
+	}
+	if want := []int64{s1, s2, r3.Seq, s4}; !equalSeqs(got, want) {
+		t.Fatalf("bob got seqs %v, want %v", got, want)
+	}
+	// A late record of a filled message adds nothing.
+	w.apply(t, r3)
+	if evs, _ := w.difference(t, "bob", tok); len(evs) != 4 {
+		t.Fatalf("after a late record bob has %d events, want 4", len(evs))
+	}
+}
+
+func equalSeqs(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
