@@ -24,16 +24,9 @@ import (
 // neither is anonymous.
 func authenticateRequest(req *http.Request, o HandlerOptions) (context.Context, auth.Viewer) {
 	ctx := req.Context()
-	var token string
-	if h := req.Header.Get("Authorization"); h != "" {
-		t, ok := bearer(h)
-		if !ok {
-			err := im.Errorf(im.EUNAUTHENTICATED, "the Authorization header must be \"Bearer <token>\"")
-			return auth.WithViewer(ctx, auth.Viewer{}, err), auth.Viewer{}
-		}
-		token = t
-	} else if o.TokenHeader != "" {
-		token = req.Header.Get(o.TokenHeader)
+	token, err := headerToken(req.Header, o)
+	if err != nil {
+		return auth.WithViewer(ctx, auth.Viewer{}, err), auth.Viewer{}
 	}
 	if token == "" {
 		return ctx, auth.Viewer{}
@@ -43,6 +36,21 @@ func authenticateRequest(req *http.Request, o HandlerOptions) (context.Context, 
 		viewer = auth.Viewer{}
 	}
 	return auth.WithViewer(ctx, viewer, err), viewer
+}
+
+// headerToken returns the token of a request's headers ("" when none).
+func headerToken(h http.Header, o HandlerOptions) (string, error) {
+	if a := h.Get("Authorization"); a != "" {
+		t, ok := bearer(a)
+		if !ok {
+			return "", im.Errorf(im.EUNAUTHENTICATED, "the Authorization header must be \"Bearer <token>\"")
+		}
+		return t, nil
+	}
+	if o.TokenHeader != "" {
+		return h.Get(o.TokenHeader), nil
+	}
+	return "", nil
 }
 
 // CloseTryAgainLater (RFC 6455's 1013): connection_init's token could not be checked now.

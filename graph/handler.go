@@ -97,6 +97,11 @@ type HandlerOptions struct {
 	// KeepAlive is how often an idle WebSocket connection is pinged (graphql-ws "ka" messages,
 	// graphql-transport-ws pings). Default DefaultKeepAlive.
 	KeepAlive time.Duration
+	// SessionCheckInterval is how often the tokens of live WebSocket connections are asked
+	// about again when the Authenticator can withdraw tokens (auth.SessionChecker: OpenIM's);
+	// a withdrawn token's connection is closed with CloseUnauthorized. Default
+	// DefaultSessionCheckInterval; negative: never.
+	SessionCheckInterval time.Duration
 	// Logger receives internal errors. Default slog.Default().
 	Logger *slog.Logger
 	// Metrics, when set, is told of every operation and answer. Its extension is installed

@@ -38,32 +38,34 @@ const (
 // authenticate admits a connection with its connection_init payload: it paces new
 // connections, checks the bearer token (or the upgrade request's), and counts the connection
 // towards its user's. A refusal is a *wsRefusal.
-func (t *wsTransport) authenticate(ctx context.Context, payload map[string]any) (context.Context, error) {
+func (t *wsTransport) authenticate(ctx context.Context, payload map[string]any, headers http.Header) (context.Context, string, error) {
 	o := t.o
 	if ok, retry := t.pacer.Take(); !ok {
 		// Before the token is checked: pacing is what keeps a storm cheap.
 		o.countRefusal(limitConnectionRate)
-		return ctx, refuseForNow(retry)
+		return ctx, "", refuseForNow(retry)
 	}
 	var v auth.Viewer
 	var err error
-	if token := initToken(payload); token == "" {
+	token := initToken(payload)
+	if token == "" {
 		if v, err = auth.ViewerFrom(ctx); err != nil {
-			return ctx, refuseInit(nil)
+			return ctx, "", refuseInit(nil)
 		}
 		// authenticated by the upgrade request's header
+		token, _ = headerToken(headers, *o)
 	} else {
 		if v, err = o.Authenticator.Authenticate(ctx, token); err != nil {
-			return ctx, refuseInit(err)
+			return ctx, "", refuseInit(err)
 		}
 		ctx = auth.WithViewer(ctx, v, nil)
 	}
 	if err := admitUser(ctx, v.UserID); err != nil {
 		o.countRefusal(limitUserConnections)
-		return ctx, err
+		return ctx, "", err
 	}
 	closeAtExpiry(ctx, v.Expires)
-	return withConnectionLoaders(ctx, t.r, t.o, v), nil
+	return withConnectionLoaders(ctx, t.r, t.o, v), token, nil
 }
 
 // closeAtExpiry closes the WebSocket connection of ctx with CloseTokenExpired when its token

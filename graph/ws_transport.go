@@ -29,9 +29,10 @@ import (
 // connection is its reader, and a subscription one goroutine that both follows the stream and
 // writes its events (see streamPump); keepalives and deadlines are timers.
 type wsTransport struct {
-	r     *Resolver
-	o     *HandlerOptions
-	pacer *admission.Pacer
+	r        *Resolver
+	o        *HandlerOptions
+	pacer    *admission.Pacer
+	sessions *sessionWatch // nil when tokens cannot be withdrawn
 }
 
 // The subprotocols, in the order of preference.
@@ -53,7 +54,8 @@ const (
 )
 
 func newWSTransport(r *Resolver, o HandlerOptions) *wsTransport {
-	return &wsTransport{r: r, o: &o, pacer: admission.NewPacer(o.ConnectionRate, o.ConnectionBurst)}
+	return &wsTransport{r: r, o: &o, pacer: admission.NewPacer(o.ConnectionRate, o.ConnectionBurst),
+		sessions: newSessionWatch(o.Authenticator, o.SessionCheckInterval, o.Logger)}
 }
 
 var _ graphql.Transport = (*wsTransport)(nil)
@@ -109,6 +111,9 @@ func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 // handshake under way is over.
 func (c *wsConnection) finish(cancel context.CancelFunc) {
 	cancel()
+	if c.t.sessions != nil {
+		c.t.sessions.remove(c)
+	}
 	c.mu.Lock()
 	c.stopTimersLocked()
 	handshake := c.closeDone
@@ -184,7 +189,7 @@ func (c *wsConnection) init() bool {
 			return false
 		}
 	}
-	ctx, err := c.t.authenticate(c.ctx, payload)
+	ctx, token, err := c.t.authenticate(c.ctx, payload, c.headers)
 	if err != nil {
 		var refused *wsRefusal
 		if !errors.As(err, &refused) {
@@ -197,6 +202,9 @@ func (c *wsConnection) init() bool {
 		return false
 	}
 	c.ctx = ctx
+	if c.t.sessions != nil && token != "" {
+		c.t.sessions.add(c, token)
+	}
 	c.writeControl(wsMessage{Type: "connection_ack"})
 	if interval := c.t.o.KeepAlive; interval > 0 {
 		c.mu.Lock()

@@ -37,3 +37,31 @@ func (u userTokens) Authenticate(ctx context.Context, token string) (Viewer, err
 	}
 	return Viewer{UserID: user}, nil
 }
+
+// SessionChecker is an Authenticator whose tokens can be withdrawn before they expire
+// (OpenIM's: kicked, logged out, replaced). A connection that outlives its authentication
+// asks it again from time to time, so that it does not outlive its token either.
+type SessionChecker interface {
+	// Active reports, aligned with tokens, whether each is still good. An error says nothing
+	// of any of them (the store could not be asked).
+	Active(ctx context.Context, tokens []string) ([]bool, error)
+}
+
+// TokenStatusReader is a TokenVerifier that can tell, many at once, whether tokens it
+// verified are still good.
+type TokenStatusReader interface {
+	TokensActive(ctx context.Context, tokens []string) ([]bool, error)
+}
+
+// Active asks the verifier, when it can tell; otherwise a verified token stays good until it
+// expires.
+func (u userTokens) Active(ctx context.Context, tokens []string) ([]bool, error) {
+	if r, ok := u.v.(TokenStatusReader); ok {
+		return r.TokensActive(ctx, tokens)
+	}
+	out := make([]bool, len(tokens))
+	for i := range out {
+		out[i] = true
+	}
+	return out, nil
+}

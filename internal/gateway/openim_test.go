@@ -584,3 +584,39 @@ func TestOpenIMFreshness(t *testing.T) {
 		t.Errorf("after OpenIM deleted seq 3 for everyone and seq 2 for bob: %+v", st)
 	}
 }
+
+// Ensure a live WebSocket connection whose OpenIM token is then kicked, or no longer held,
+// in OpenIM's Redis is closed within 5 s with 4403, whether the token came in connection_init or
+// in the upgrade request's header, while another device's connection stays open.
+func TestOpenIMWithdrawnTokenClosesConnection(t *testing.T) {
+	t.Parallel()
+	g := gatewaytest.StartOpenIM(t, nil)
+	kicked := g.IM.Login("bob", 1, 7)
+	byInit := gatewaytest.ConnectWS(t, g.URL, kicked, gatewaytest.WSOptions{})
+	loggedOut := g.IM.Login("bob", 3, 7)
+	byHeader := gatewaytest.DialWS(t, g.URL, gatewaytest.WSOptions{Header: http.Header{"Token": {loggedOut}}})
+	byHeader.Init(map[string]any{})
+	stays := gatewaytest.ConnectWS(t, g.URL, g.IM.Login("bob", 2, 7), gatewaytest.WSOptions{})
+
+	withdrawn := time.Now()
+	g.IM.SetTokenStatus("bob", 1, kicked, openimtest.TokenKicked)
+	g.IM.DropTokens("bob", 3)
+	for name, c := range map[string]*gatewaytest.WS{"kicked (connection_init)": byInit, "dropped (header)": byHeader} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var err error
+		for err == nil {
+			_, err = c.Read(ctx)
+		}
+		cancel()
+		if websocket.CloseStatus(err) != 4403 {
+			t.Errorf("%s: ended with %v, want close 4403", name, err)
+		}
+		if d := time.Since(withdrawn); d > 5*time.Second {
+			t.Errorf("%s: closed %s after the token was withdrawn, want within 5 s", name, d)
+		}
+	}
+	stays.Write(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{"query": `{ viewer { userID } }`}})
+	if m := stays.Next(); m["type"] != "next" {
+		t.Fatalf("the connection whose token is still good: %v", m)
+	}
+}

@@ -30,6 +30,8 @@ type WS struct {
 type WSOptions struct {
 	// Protocol is the WebSocket subprotocol. Default "graphql-transport-ws".
 	Protocol string
+	// Header is sent with the upgrade request.
+	Header http.Header
 	// TinyBuffer makes the socket's receive buffer as small as the kernel allows, so that a
 	// client that stops reading pushes back on the gateway at once.
 	TinyBuffer bool
@@ -44,7 +46,7 @@ func DialWS(t testing.TB, url string, opts WSOptions) *WS {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	dial := &websocket.DialOptions{Subprotocols: []string{opts.Protocol}}
+	dial := &websocket.DialOptions{Subprotocols: []string{opts.Protocol}, HTTPHeader: opts.Header}
 	if opts.TinyBuffer {
 		d := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 			var serr error

@@ -42,6 +42,14 @@ func (d *Deployment) SetTokenStatus(userID string, platformID int, token string,
 	d.check(d.Redis.HSet(context.Background(), TokenKey(userID, platformID), token, status).Err(), "set token status")
 }
 
+// DropTokens removes every token of the user's hash for the platform, as OpenIM's token cache
+// removes tokens (tokenCache.DeleteTokenByUidPid HDELs them): they are then no longer held,
+// which OpenIM's parseToken refuses.
+func (d *Deployment) DropTokens(userID string, platformID int) {
+	d.t.Helper()
+	d.check(d.Redis.Del(context.Background(), TokenKey(userID, platformID)).Err(), "delete token hash")
+}
+
 // BuildClaims is tokenverify.BuildClaims with the lifetime given directly.
 func BuildClaims(userID string, platformID int, ttl time.Duration) Claims {
 	now := time.Now()
