@@ -90,7 +90,7 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 	first, last := map[string]int64{}, map[string]int64{}
 	var convs []string
 	for _, ch := range changes {
-		if ch.Seq <= 0 || !f.valid(ch.ConversationID) {
+		if !f.followable(ch) {
 			continue
 		}
 		if _, ok := first[ch.ConversationID]; !ok {
@@ -118,7 +118,7 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 		return err
 	}
 	for _, ch := range changes {
-		if ch.Seq > 0 && f.valid(ch.ConversationID) {
+		if f.followable(ch) {
 			msgs = append(msgs, imsync.StoredMessage{ConversationID: ch.ConversationID, Seq: ch.Seq, SendID: ch.SendID,
 				SendTime: ch.SendTime, Readers: readers(ch.SendID, ch.RecvID)})
 		}
@@ -137,6 +137,28 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 		return err
 	}
 	return f.cache.RaiseFollowedSeqs(ctx, last)
+}
+
+// followable reports whether a record is a message of a conversation whose devices follow it:
+// a group chat (its stream) or a single chat (its two users' logs, named by the record).
+// Notification conversations (n_, sn_) are not followed: a group's has no user list msggate
+// can read, and the tips in them are applied for what they say (applyTip).
+func (f *Follower) followable(ch openimfeed.Change) bool {
+	if ch.Seq <= 0 {
+		return false
+	}
+	conv, err := f.store.ParseConversationID(ch.ConversationID)
+	if err != nil {
+		f.opts.Logger.Warn("OpenIM feed: a record of a conversation msggate cannot address is left out", "conversation", ch.ConversationID, "err", err)
+		return false
+	}
+	switch {
+	case conv.Kind.IsGroup():
+		return true
+	case conv.Kind == im.SingleChat:
+		return len(readers(ch.SendID, ch.RecvID)) > 0
+	}
+	return false
 }
 
 // valid reports whether id is a conversation OpenIM's clients address; a record of another
@@ -183,11 +205,25 @@ func (f *Follower) applyTip(ctx context.Context, ch openimfeed.Change) error {
 		if ch.UserID == "" {
 			return f.skip(ch, nil)
 		}
+		// A tip to the clearer alone is a clear for them; one to the other side, for everyone.
+		forEveryone := ch.SendID != ch.RecvID
 		for _, id := range ch.ConversationIDs {
-			if !f.valid(id) {
+			if !forEveryone {
+				if f.valid(id) {
+					if err := f.ledger.AnnounceUserClear(ctx, ch.UserID, id); err != nil {
+						return err
+					}
+				}
 				continue
 			}
-			if err := f.ledger.AnnounceUserClear(ctx, ch.UserID, id); err != nil {
+			conv, err := f.tipConversation(id, ch)
+			if err != nil {
+				if err := f.skip(ch, err); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := f.ledger.AnnounceConversationClear(ctx, ch.UserID, conv); err != nil {
 				return err
 			}
 		}

@@ -139,8 +139,11 @@ func TestFollowGroupAndTips(t *testing.T) {
 	w.IM.SetReadSeq(conv, "bob", seqs[1])
 	w.apply(t,
 		record(conv, seqs[1], msgs[1]),
-		openimfeed.Change{Kind: openimfeed.KindRevoke, ConversationID: conv, UserID: "ann", SendID: "ann", GroupID: "g1", Seqs: []int64{seqs[0]}},
-		openimfeed.Change{Kind: openimfeed.KindDelete, ConversationID: conv, UserID: "ann", SendID: "ann", GroupID: "g1", Seqs: []int64{seqs[1]}},
+		// Tips are stored in the notification conversation, with seqs of their own there.
+		openimfeed.Change{Kind: openimfeed.KindRevoke, ConversationID: "n_g1", Seq: 1, TargetConversationID: conv,
+			UserID: "ann", SendID: "ann", GroupID: "g1", Seqs: []int64{seqs[0]}},
+		openimfeed.Change{Kind: openimfeed.KindDelete, ConversationID: "n_g1", Seq: 2, TargetConversationID: conv,
+			UserID: "ann", SendID: "ann", GroupID: "g1", Seqs: []int64{seqs[1]}},
 		openimfeed.Change{Kind: openimfeed.KindRead, ConversationID: "n_bob", UserID: "bob", SendID: "bob", RecvID: "bob",
 			TargetConversationID: conv, HasReadSeq: seqs[1]},
 	)

@@ -1,0 +1,171 @@
+package openimfeed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+const (
+	// maxBatch bounds one apply call; OpenIM's own msgtransfer batches 500 records.
+	maxBatch = 500
+	// An apply that fails is retried after retryFirst, doubling up to retryMax: the store it
+	// writes to is usually back within seconds, and a longer wait only delays every later record.
+	retryFirst = 100 * time.Millisecond
+	retryMax   = 10 * time.Second
+	// commitTimeout bounds the commit of an applied batch, which runs even when Run's ctx has
+	// just ended: the work is done, and committing it spares the next consumer applying it again.
+	commitTimeout = 10 * time.Second
+)
+
+// ErrRunTwice is returned by a second call of Run: the first one's client has moved past any
+// batch it did not commit, so a second Run on the same Feed could skip it. Open a new Feed.
+var ErrRunTwice = errors.New("openimfeed: Run called twice on one Feed")
+
+// Feed consumes toPush in msggate's consumer group.
+type Feed struct {
+	opts    Options
+	client  *kgo.Client
+	log     *slog.Logger
+	started atomic.Bool
+}
+
+// Open checks opts and makes the Kafka client. It does not wait for a broker: connection and
+// authentication errors come out of Run.
+func Open(opts Options) (*Feed, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	client, err := kgo.NewClient(opts.clientOptions()...)
+	if err != nil {
+		return nil, fmt.Errorf("openimfeed: %w", err)
+	}
+	return &Feed{
+		opts:   opts,
+		client: client,
+		log:    opts.Logger.With("topic", opts.Topic, "group", opts.Group),
+	}, nil
+}
+
+// Close leaves the consumer group and closes the client. Offsets of a batch whose apply has
+// not returned nil are not committed: the group's next member receives that batch again.
+func (f *Feed) Close() { f.client.Close() }
+
+// Run consumes until ctx ends: it polls, decodes each record into Changes, calls apply with a
+// batch (in partition order), and commits the batch's offsets only after apply returned nil.
+// When apply fails it waits (backoff) and retries the same batch, committing nothing. A record
+// that cannot be decoded is logged and skipped (committed). Returns ctx's error or a fatal
+// client error (authentication or authorization refused, client closed). Run may be called
+// once per Feed.
+func (f *Feed) Run(ctx context.Context, apply func(ctx context.Context, changes []Change) error) error {
+	if f.started.Swap(true) {
+		return ErrRunTwice
+	}
+	for {
+		fetches := f.client.PollRecords(ctx, maxBatch)
+		err := f.consume(ctx, fetches, apply)
+		// Rebalances wait while a polled batch is uncommitted (BlockRebalanceOnPoll).
+		f.client.AllowRebalance()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// consume applies and commits one poll's records.
+func (f *Feed) consume(ctx context.Context, fetches kgo.Fetches, apply func(context.Context, []Change) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if fetches.IsClientClosed() {
+		return kgo.ErrClientClosed
+	}
+	for _, fe := range fetches.Errors() {
+		if isFatal(fe.Err) {
+			return fmt.Errorf("openimfeed: %w", fe.Err)
+		}
+		f.log.Warn("kafka fetch error; the client retries", "partition", fe.Partition, "err", fe.Err)
+	}
+	records := fetches.Records()
+	if len(records) == 0 {
+		return nil
+	}
+	changes := make([]Change, 0, len(records))
+	for _, r := range records {
+		c, err := decodeChange(r)
+		if err != nil {
+			// One bad record must not stop the feed for everyone behind it; OpenIM's own
+			// consumers skip such records the same way (push_handler.go handleMs2PsChat).
+			f.log.Error("skipping a toPush record that cannot be decoded",
+				"partition", r.Partition, "offset", r.Offset, "key", string(r.Key), "err", err)
+			continue
+		}
+		changes = append(changes, c)
+	}
+	if len(changes) > 0 {
+		if err := f.applyUntilDone(ctx, apply, changes); err != nil {
+			return err
+		}
+	}
+	commitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	if err := f.client.CommitRecords(commitCtx, records...); err != nil {
+		// The batch is applied; without the commit it is applied again after a restart or a
+		// rebalance (apply is idempotent), so this is worth a log line, not stopping.
+		f.log.Warn("commit failed; the batch will be delivered again after a restart",
+			"records", len(records), "err", err)
+	}
+	return ctx.Err()
+}
+
+// applyUntilDone calls apply until it returns nil or ctx ends.
+func (f *Feed) applyUntilDone(ctx context.Context, apply func(context.Context, []Change) error, changes []Change) error {
+	wait := retryFirst
+	for attempt := 1; ; attempt++ {
+		err := apply(ctx, changes)
+		if err == nil {
+			return nil
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		first := changes[0]
+		f.log.Warn("applying toPush changes failed; retrying the same batch",
+			"attempt", attempt, "changes", len(changes), "partition", first.Partition,
+			"offset", first.Offset, "retryIn", wait, "err", err)
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
+		}
+		wait = min(2*wait, retryMax)
+	}
+}
+
+// isFatal says whether a fetch error will not go away by retrying: the broker refuses
+// msggate's credentials or rights, or the client is closed.
+func isFatal(err error) bool {
+	for _, fatal := range []error{
+		kgo.ErrClientClosed,
+		kerr.SaslAuthenticationFailed,
+		kerr.UnsupportedSaslMechanism,
+		kerr.IllegalSaslState,
+		kerr.TopicAuthorizationFailed,
+		kerr.GroupAuthorizationFailed,
+		kerr.ClusterAuthorizationFailed,
+	} {
+		if errors.Is(err, fatal) {
+			return true
+		}
+	}
+	return false
+}
