@@ -34,11 +34,24 @@ const (
 	EnvOpenIM            = "MSGGATE_OPENIM"
 	EnvOpenIMRedisURL    = "MSGGATE_OPENIM_REDIS_URL"
 	EnvOpenIMSecret      = "MSGGATE_OPENIM_SECRET"
-	EnvJWKS              = "MSGGATE_JWKS"
-	EnvJWTIssuer         = "MSGGATE_JWT_ISSUER"
-	EnvJWTAudience       = "MSGGATE_JWT_AUDIENCE"
-	EnvJWTUserClaim      = "MSGGATE_JWT_USER_CLAIM"
-	EnvJWTAlgorithms     = "MSGGATE_JWT_ALGORITHMS"
+	// OpenIM's Kafka, for sync in OpenIM mode (OpenIMConfig.Feed).
+	EnvOpenIMKafka            = "MSGGATE_OPENIM_KAFKA"
+	EnvOpenIMKafkaTopic       = "MSGGATE_OPENIM_KAFKA_TOPIC"
+	EnvOpenIMKafkaGroup       = "MSGGATE_OPENIM_KAFKA_GROUP"
+	EnvOpenIMKafkaUser        = "MSGGATE_OPENIM_KAFKA_USER"
+	EnvOpenIMKafkaPassword    = "MSGGATE_OPENIM_KAFKA_PASSWORD"
+	EnvOpenIMKafkaTLS         = "MSGGATE_OPENIM_KAFKA_TLS"
+	EnvOpenIMKafkaCA          = "MSGGATE_OPENIM_KAFKA_CA"
+	EnvOpenIMKafkaCert        = "MSGGATE_OPENIM_KAFKA_CERT"
+	EnvOpenIMKafkaKey         = "MSGGATE_OPENIM_KAFKA_KEY"
+	EnvOpenIMKafkaKeyPassword = "MSGGATE_OPENIM_KAFKA_KEY_PASSWORD"
+	EnvOpenIMKafkaInsecure    = "MSGGATE_OPENIM_KAFKA_INSECURE_SKIP_VERIFY"
+	EnvOpenIMGapFillInterval  = "MSGGATE_OPENIM_GAP_FILL_INTERVAL"
+	EnvJWKS                   = "MSGGATE_JWKS"
+	EnvJWTIssuer              = "MSGGATE_JWT_ISSUER"
+	EnvJWTAudience            = "MSGGATE_JWT_AUDIENCE"
+	EnvJWTUserClaim           = "MSGGATE_JWT_USER_CLAIM"
+	EnvJWTAlgorithms          = "MSGGATE_JWT_ALGORITHMS"
 )
 
 // Defaults of Config that belong to no package below it.
@@ -238,8 +251,33 @@ type OpenIMConfig struct {
 	Enabled  bool   // MSGGATE_OPENIM=true
 	RedisURL string // MSGGATE_OPENIM_REDIS_URL: OpenIM's Redis, in any form -redis-url takes
 	Secret   string // MSGGATE_OPENIM_SECRET: OpenIM's share.secret, which signs its tokens
+	// Feed is OpenIM's Kafka. With its brokers set, msggate follows OpenIM's changes into its
+	// own Redis and serves syncState tokens, syncDifference and syncEvents; without, they
+	// answer UNSUPPORTED.
+	Feed OpenIMFeedConfig
 	// envErr is a malformed environment value, reported when the gateway opens.
 	envErr error
+}
+
+// OpenIMFeedConfig is how msggate reads OpenIM's Kafka, as OpenIM's config/kafka.yml says it.
+type OpenIMFeedConfig struct {
+	Brokers  string // MSGGATE_OPENIM_KAFKA: host:port, comma-separated (kafka.yml address)
+	Topic    string // MSGGATE_OPENIM_KAFKA_TOPIC, default toPush (kafka.yml toPushTopic)
+	Group    string // MSGGATE_OPENIM_KAFKA_GROUP, default msggate; never one of OpenIM's own
+	User     string // MSGGATE_OPENIM_KAFKA_USER: SASL/PLAIN (kafka.yml username)
+	Password string // MSGGATE_OPENIM_KAFKA_PASSWORD (kafka.yml password)
+	// TLS (kafka.yml tls): MSGGATE_OPENIM_KAFKA_TLS=true, then the CA, client certificate and
+	// key files (..._CA, ..._CERT, ..._KEY, ..._KEY_PASSWORD) and ..._INSECURE_SKIP_VERIFY.
+	TLS                bool
+	CACert             string
+	ClientCert         string
+	ClientKey          string
+	ClientKeyPassword  string
+	InsecureSkipVerify bool
+	// GapFillInterval (MSGGATE_OPENIM_GAP_FILL_INTERVAL) is how often the conversations active
+	// in the last 10 minutes are compared with OpenIM's max seqs, so that a message OpenIM
+	// stored without a record reaches devices: the longest it waits. Default 2 s.
+	GapFillInterval time.Duration
 }
 
 // registerFlags registers -openim, -openim-redis-url and -openim-secret, with defaults from
@@ -257,6 +295,41 @@ func (c *OpenIMConfig) registerFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Enabled, "openim", enabled, "serve an OpenIM v3.8 deployment read-only: -mongo-uri and -mongo-db name its database ("+EnvOpenIM+")")
 	fs.StringVar(&c.RedisURL, "openim-redis-url", env(EnvOpenIMRedisURL, ""), "OpenIM's Redis, only read ("+EnvOpenIMRedisURL+")")
 	fs.StringVar(&c.Secret, "openim-secret", env(EnvOpenIMSecret, ""), "OpenIM's share.secret, to verify its tokens; prefer "+EnvOpenIMSecret+": a command line is visible to every user of the machine")
+	f := &c.Feed
+	fs.StringVar(&f.Brokers, "openim-kafka", env(EnvOpenIMKafka, ""), "OpenIM's Kafka brokers, host:port comma-separated: follow OpenIM's changes for sync ("+EnvOpenIMKafka+")")
+	fs.StringVar(&f.Topic, "openim-kafka-topic", env(EnvOpenIMKafkaTopic, ""), "the topic to read (default toPush) ("+EnvOpenIMKafkaTopic+")")
+	fs.StringVar(&f.Group, "openim-kafka-group", env(EnvOpenIMKafkaGroup, ""), "msggate's consumer group (default msggate; never one of OpenIM's) ("+EnvOpenIMKafkaGroup+")")
+	fs.StringVar(&f.User, "openim-kafka-user", env(EnvOpenIMKafkaUser, ""), "SASL/PLAIN user ("+EnvOpenIMKafkaUser+"; the password only from "+EnvOpenIMKafkaPassword+")")
+	f.Password = env(EnvOpenIMKafkaPassword, "")
+	fs.BoolVar(&f.TLS, "openim-kafka-tls", c.boolEnv(EnvOpenIMKafkaTLS), "connect to Kafka over TLS ("+EnvOpenIMKafkaTLS+")")
+	fs.StringVar(&f.CACert, "openim-kafka-ca", env(EnvOpenIMKafkaCA, ""), "PEM CA file for Kafka's TLS ("+EnvOpenIMKafkaCA+")")
+	fs.StringVar(&f.ClientCert, "openim-kafka-cert", env(EnvOpenIMKafkaCert, ""), "PEM client certificate for Kafka's TLS ("+EnvOpenIMKafkaCert+")")
+	fs.StringVar(&f.ClientKey, "openim-kafka-key", env(EnvOpenIMKafkaKey, ""), "PEM client key for Kafka's TLS ("+EnvOpenIMKafkaKey+"; its password only from "+EnvOpenIMKafkaKeyPassword+")")
+	f.ClientKeyPassword = env(EnvOpenIMKafkaKeyPassword, "")
+	fs.BoolVar(&f.InsecureSkipVerify, "openim-kafka-insecure-skip-verify", c.boolEnv(EnvOpenIMKafkaInsecure), "do not verify Kafka's certificate ("+EnvOpenIMKafkaInsecure+")")
+	gap := time.Duration(0)
+	if v, ok := os.LookupEnv(EnvOpenIMGapFillInterval); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			c.envErr = errors.Join(c.envErr, fmt.Errorf("%s=%q is not a duration", EnvOpenIMGapFillInterval, v))
+		}
+		gap = d
+	}
+	fs.DurationVar(&f.GapFillInterval, "openim-gap-fill-interval", gap, "how often OpenIM's max seqs are compared with what its Kafka delivered (default 2s) ("+EnvOpenIMGapFillInterval+")")
+}
+
+// boolEnv reads a true/false environment variable (false when unset); a malformed one is
+// reported when the gateway opens.
+func (c *OpenIMConfig) boolEnv(name string) bool {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		return false
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		c.envErr = errors.Join(c.envErr, fmt.Errorf("%s=%q is not true or false", name, v))
+	}
+	return b
 }
 
 // check reports what OpenIM mode lacks, naming the flag that supplies it.

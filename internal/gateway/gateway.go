@@ -19,6 +19,7 @@ import (
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/ingest"
 	"github.com/msggate/msggate/internal/openim"
+	"github.com/msggate/msggate/internal/openimsync"
 	"github.com/msggate/msggate/internal/ops"
 	imsync "github.com/msggate/msggate/internal/sync"
 )
@@ -45,9 +46,14 @@ type Gateway struct {
 	Hub    *imsync.Hub
 	// OpenIM is the deployment an OpenIM-mode gateway serves (Config.OpenIM); then Store,
 	// Ledger, Ingest and Hub are nil, and Secret too: clients present OpenIM's tokens.
-	OpenIM  *openim.Store
-	Logger  *slog.Logger
-	Metrics *ops.Metrics // this gateway's own Prometheus registry, served on /metrics
+	OpenIM *openim.Store
+	// FollowerLedger and Follower serve sync in OpenIM mode when its Kafka is configured
+	// (Config.OpenIM.Feed): the ledger reads OpenIM's stores and msggate's event logs, the
+	// follower fills the logs from OpenIM's changes. nil otherwise.
+	FollowerLedger *imsync.Ledger
+	Follower       *openimsync.Follower
+	Logger         *slog.Logger
+	Metrics        *ops.Metrics // this gateway's own Prometheus registry, served on /metrics
 	// IdentityProvider checks the tokens of the identity provider Config.IdentityProvider
 	// names, accepted besides msggate's own; nil when none is configured.
 	IdentityProvider *auth.IdentityProvider
@@ -98,6 +104,9 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 		// A malformed MSGGATE_OPENIM must not start msggate's own store in its place.
 		return nil, err
 	}
+	if !cfg.OpenIM.Enabled && cfg.OpenIM.Feed.Brokers != "" {
+		return nil, errors.New("-openim-kafka (" + EnvOpenIMKafka + ") follows an OpenIM deployment: it needs -openim")
+	}
 	if cfg.OpenIM.Enabled {
 		if err := g.openOpenIM(ctx); err != nil {
 			return nil, err
@@ -125,7 +134,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 	}
 	g.closers = append(g.closers, g.Cache.Close)
 	if g.OpenIM != nil {
-		return g, nil
+		return g, g.followOpenIM()
 	}
 	if cfg.ChunkMemory >= 0 {
 		g.ChunkMemory = history.NewChunkMemory(cfg.ChunkMemory)

@@ -58,13 +58,17 @@ type readPath struct {
 func (g *Gateway) readPath() readPath {
 	own := ops.Check{Name: "redis", Ping: g.Cache.Ping}
 	if s := g.OpenIM; s != nil {
+		r := &graph.Resolver{
+			Conversations: s,
+			Chunks:        history.OpenIMChunks(s),
+			AdjustViews:   history.OpenIMQuotes,
+			Logger:        g.Logger,
+		}
+		if g.FollowerLedger != nil {
+			r.Sync, r.Hub = g.FollowerLedger, g.Hub
+		}
 		return readPath{
-			resolver: &graph.Resolver{
-				Conversations: s,
-				Chunks:        history.OpenIMChunks(s),
-				AdjustViews:   history.OpenIMQuotes,
-				Logger:        g.Logger,
-			},
+			resolver:      r,
 			authenticator: auth.UserTokens(s),
 			tokenHeader:   OpenIMTokenHeader,
 			checks:        []ops.Check{{Name: "openim-mongodb", Ping: s.PingMongo}, {Name: "openim-redis", Ping: s.PingRedis}, own},

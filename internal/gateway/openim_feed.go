@@ -1,0 +1,65 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/msggate/msggate/internal/openimfeed"
+	"github.com/msggate/msggate/internal/openimsync"
+	imsync "github.com/msggate/msggate/internal/sync"
+)
+
+// followOpenIM starts following an OpenIM deployment's changes when its Kafka is configured:
+// a follower Ledger over OpenIM's stores and msggate's Redis, a Hub for subscriptions, the
+// feed's consumer and the gap fill. Without the feed, OpenIM mode keeps no event log.
+func (g *Gateway) followOpenIM() error {
+	fc := g.Config.OpenIM.Feed
+	if fc.Brokers == "" {
+		return nil
+	}
+	opts := openimfeed.Options{Topic: fc.Topic, Group: fc.Group, Username: fc.User, Password: fc.Password, Logger: g.Logger}
+	for _, b := range strings.Split(fc.Brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			opts.Brokers = append(opts.Brokers, b)
+		}
+	}
+	if fc.TLS {
+		tlsConfig, err := openimfeed.TLSFiles{CACert: fc.CACert, ClientCert: fc.ClientCert, ClientKey: fc.ClientKey,
+			ClientKeyPassword: fc.ClientKeyPassword, InsecureSkipVerify: fc.InsecureSkipVerify}.Config()
+		if err != nil {
+			return err
+		}
+		opts.TLS = tlsConfig
+	}
+	feed, err := openimfeed.Open(opts)
+	if err != nil {
+		return err
+	}
+	g.FollowerLedger = imsync.NewFollowerLedger(g.Cache, g.OpenIM, imsync.Options{Logger: g.Logger})
+	g.Hub = imsync.NewHub(g.FollowerLedger, g.Cache, imsync.HubOptions{OnDrop: g.Metrics.CountDroppedSubscriber})
+	g.Metrics.WatchSubscribers(g.Hub.Subscribers)
+	g.Metrics.WatchLiveSubscribers(g.Hub.LiveSubscribers)
+	g.Follower = openimsync.New(g.FollowerLedger, g.OpenIM, g.Cache, openimsync.Options{GapFillInterval: fc.GapFillInterval, Logger: g.Logger})
+
+	ctx, stop := context.WithCancel(context.Background())
+	fed, filled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(fed)
+		if err := feed.Run(ctx, g.Follower.Apply); err != nil && !errors.Is(err, context.Canceled) {
+			g.Logger.Error("OpenIM feed stopped: sync events come from the gap fill alone", "err", err)
+		}
+	}()
+	go func() {
+		defer close(filled)
+		g.Follower.RunGapFill(ctx)
+	}()
+	g.closers = append(g.closers, g.Hub.Close, func() error {
+		stop()
+		<-fed
+		<-filled
+		feed.Close()
+		return nil
+	})
+	return nil
+}

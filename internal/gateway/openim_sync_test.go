@@ -1,0 +1,203 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openimsdk/protocol/sdkws"
+
+	"github.com/msggate/msggate/graph/model"
+	"github.com/msggate/msggate/internal/gateway"
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
+	"github.com/msggate/msggate/internal/openim/openimtest"
+	"github.com/msggate/msggate/internal/openimfeed/openimfeedtest"
+)
+
+// openIMWithFeed is an OpenIM deployment (openimtest writes its stores as OpenIM does), its
+// Kafka (kfake; openimfeedtest produces toPush records as OpenIM's msgtransfer does), and a
+// gateway in OpenIM mode following that Kafka.
+type openIMWithFeed struct {
+	*gatewaytest.OpenIMGateway
+	push *openimfeedtest.Producer
+}
+
+func startOpenIMWithFeed(t *testing.T) *openIMWithFeed {
+	t.Helper()
+	brokers := openimfeedtest.StartKafka(t, openimfeedtest.KafkaOptions{})
+	g := gatewaytest.StartOpenIM(t, func(c *gateway.Config) {
+		c.OpenIM.Feed.Brokers = strings.Join(brokers, ",")
+		c.OpenIM.Feed.GapFillInterval = 250 * time.Millisecond
+		c.RateLimit = -1
+	})
+	return &openIMWithFeed{OpenIMGateway: g, push: openimfeedtest.NewProducer(t, openimfeedtest.ProducerOptions{Brokers: brokers})}
+}
+
+// another opens a second gateway instance over the same deployment, Redis and Kafka.
+func (w *openIMWithFeed) another(t *testing.T) *gatewaytest.Gateway {
+	t.Helper()
+	cfg := w.Gateway.Config
+	cfg.Addr = "127.0.0.1:0"
+	return gatewaytest.New(t, cfg)
+}
+
+// pushed is the MsgData OpenIM pushes for a message openimtest stored at seq.
+func pushed(m *openimtest.MsgData, seq int64) *sdkws.MsgData {
+	return &sdkws.MsgData{SendID: m.SendID, RecvID: m.RecvID, GroupID: m.GroupID, ClientMsgID: m.ClientMsgID,
+		ServerMsgID: m.ServerMsgID, SenderPlatformID: m.SenderPlatformID, SessionType: m.SessionType, MsgFrom: m.MsgFrom,
+		ContentType: m.ContentType, Content: []byte(m.Content), Seq: seq, SendTime: m.SendTime, CreateTime: m.CreateTime}
+}
+
+var headers = openimfeedtest.Headers{OperationID: "test-op", OpUserID: "alice", Platform: "Android"}
+
+// nextEvent reads c's next event within limit, or fails.
+func nextEvent(t *testing.T, c *gatewaytest.WS, limit time.Duration) model.SyncEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	m, err := c.Read(ctx)
+	if err != nil {
+		t.Fatalf("no event within %s: %v", limit, err)
+	}
+	if m["type"] != "next" {
+		t.Fatalf("got %v, want an event", m)
+	}
+	var p struct {
+		Data struct {
+			SyncEvents model.SyncEvent `json:"syncEvents"`
+		} `json:"data"`
+	}
+	remarshal(t, m["payload"], &p)
+	return p.Data.SyncEvents
+}
+
+// Ensure a device subscribed through msggate in OpenIM mode sees, within 1 s, what OpenIM's
+// Kafka tells: a new message (and one whose record was lost, from OpenIM's stores), a revoke,
+// a read on another device and a delete for everyone, with OpenIM's numbers; a redelivered
+// record adds nothing; the next read shows the revoke; and syncDifference from the summary's
+// token replays exactly that on a second instance after the first is gone.
+func TestOpenIMSyncFromKafka(t *testing.T) {
+	w := startOpenIMWithFeed(t)
+	conv := openimtest.SingleConversationID("alice", "bob")
+	bob := w.IM.Login("bob", 2, 7)
+	first := openimtest.Single("alice", "bob", openimtest.ContentText, openimtest.TextContent("hello"))
+	s1 := w.IM.Send(conv, first)[0]
+
+	var state struct {
+		SyncState struct {
+			Token string `json:"token"`
+		} `json:"syncState"`
+	}
+	w.Query(bob, `{ syncState { token } }`, nil, &state)
+	if state.SyncState.Token == "" {
+		t.Fatal("syncState gave no token in OpenIM mode with the feed")
+	}
+	c := gatewaytest.ConnectWS(t, w.URL, bob, gatewaytest.WSOptions{})
+	c.Subscribe(&state.SyncState.Token)
+
+	// The feed's consumer group joins in the background: the first record may be produced
+	// before it reads, so it is produced again until it is seen (a second copy adds nothing).
+	deadline := time.Now().Add(30 * time.Second)
+	var ev model.SyncEvent
+	for {
+		w.push.PushMessage(context.Background(), pushed(first, s1), headers)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		m, err := c.Read(ctx)
+		cancel()
+		if err == nil {
+			var p struct {
+				Data struct {
+					SyncEvents model.SyncEvent `json:"syncEvents"`
+				} `json:"data"`
+			}
+			remarshal(t, m["payload"], &p)
+			ev = p.Data.SyncEvents
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the feed delivered nothing within 30 s")
+		}
+	}
+	if ev.Type != model.SyncEventTypeNewMessage || ev.Seq == nil || *ev.Seq != s1 {
+		t.Fatalf("first event %+v, want NEW_MESSAGE %d", ev, s1)
+	}
+
+	second := openimtest.Single("alice", "bob", openimtest.ContentText, openimtest.TextContent("again"))
+	s2 := w.IM.Send(conv, second)[0]
+	sent := time.Now()
+	w.push.PushMessage(context.Background(), pushed(second, s2), headers)
+	w.push.PushMessage(context.Background(), pushed(second, s2), headers) // redelivered
+	ev = nextEvent(t, c, time.Second)
+	t.Logf("a new message reached the device %s after its record", time.Since(sent))
+	if ev.Type != model.SyncEventTypeNewMessage || *ev.Seq != s2 || ev.UnreadCount == nil || *ev.UnreadCount != 2 {
+		t.Fatalf("got %+v, want NEW_MESSAGE %d with 2 unread", ev, s2)
+	}
+
+	// A message whose record never reaches Kafka comes from OpenIM's stores.
+	lost := openimtest.Single("alice", "bob", openimtest.ContentText, openimtest.TextContent("lost"))
+	s3 := w.IM.Send(conv, lost)[0]
+	ev = nextEvent(t, c, 2*time.Second)
+	if ev.Type != model.SyncEventTypeNewMessage || *ev.Seq != s3 {
+		t.Fatalf("got %+v, want NEW_MESSAGE %d from the gap fill", ev, s3)
+	}
+
+	// alice revokes her first message.
+	w.IM.Revoke(conv, s1, openimtest.Revoke{Role: 0, UserID: "alice"})
+	w.push.PushNotification(context.Background(), openimfeedtest.Revoke("alice", pushed(first, s1), conv, s1, 1), headers)
+	ev = nextEvent(t, c, time.Second)
+	if ev.Type != model.SyncEventTypeRevoke || *ev.Seq != s1 {
+		t.Fatalf("got %+v, want REVOKE %d", ev, s1)
+	}
+	if got := messagesOf(w.OpenIMGateway, bob, conv, s1); len(got) != 1 || got[0].Status != "REVOKED" {
+		t.Fatalf("after the revoke's record, seq %d reads %+v, want REVOKED", s1, got)
+	}
+
+	// bob reads everything on another device.
+	w.IM.SetReadSeq(conv, "bob", s3)
+	w.push.PushNotification(context.Background(), openimfeedtest.MarkAsReadSingle("bob", "alice", conv, []int64{s1, s2, s3}, s3, 2), headers)
+	ev = nextEvent(t, c, time.Second)
+	if ev.Type != model.SyncEventTypeRead || ev.ReadSeq == nil || *ev.ReadSeq != s3 || *ev.UnreadCount != 0 {
+		t.Fatalf("got %+v, want READ up to %d with nothing unread", ev, s3)
+	}
+
+	// alice deletes her second message for everyone.
+	w.IM.DeleteForEveryone(conv, s2)
+	w.push.PushNotification(context.Background(), openimfeedtest.DeleteForEveryone("alice", "bob", openimtest.SingleChatType, conv, []int64{s2}, 3), headers)
+	ev = nextEvent(t, c, time.Second)
+	if ev.Type != model.SyncEventTypeDelete || len(ev.Seqs) != 1 || ev.Seqs[0] != s2 {
+		t.Fatalf("got %+v, want DELETE %d", ev, s2)
+	}
+
+	// The first instance goes; a second one replays the same events from the summary's token.
+	_ = w.Gateway.Gateway.Close()
+	other := w.another(t)
+	var diff struct {
+		SyncDifference struct {
+			Events []model.SyncEvent `json:"events"`
+		} `json:"syncDifference"`
+	}
+	other.Query(bob, `query($s: String!) { syncDifference(since: $s) { events { type seq seqs readSeq } } }`,
+		map[string]any{"s": state.SyncState.Token}, &diff)
+	var got []string
+	for _, e := range diff.SyncDifference.Events {
+		got = append(got, string(e.Type))
+	}
+	want := []string{"NEW_MESSAGE", "NEW_MESSAGE", "NEW_MESSAGE", "REVOKE", "READ", "DELETE"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("syncDifference on the second instance: %v, want %v", got, want)
+	}
+}
+
+// remarshal turns a decoded JSON value into out's type.
+func remarshal(t *testing.T, v any, out any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err == nil {
+		err = json.Unmarshal(b, out)
+	}
+	if err != nil {
+		t.Fatalf("decoding %v: %v", v, err)
+	}
+}
