@@ -297,52 +297,35 @@ func (c *wsConnection) operate(ctx context.Context, cancel context.CancelFunc, i
 		c.mu.Unlock()
 		cancel()
 	}
-	ctx = graphql.StartOperationTrace(ctx)
-	params := &graphql.RawParams{}
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	if err := dec.Decode(params); err != nil {
-		done()
-		c.sendErrors(id, gqlerror.List{{Message: "invalid json"}})
-		c.complete(id)
-		return
-	}
-	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
-	params.Headers = c.headers
-	rc, errs := c.exec.CreateOperationContext(ctx, params)
-	if errs != nil {
-		resp := c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
-		done()
-		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
-			c.sendErrors(id, resp.Errors)
-		} else {
-			c.next(id, &graphql.Response{Errors: errs})
-		}
-		c.complete(id)
-		return
-	}
-	ctx = graphql.WithOperationContext(ctx, rc)
+	// A subscription's goroutine lives as long as it does, mostly idle: what goes deep (the
+	// request's decoding, parsing and validation, the resolvers, encoding and writing an
+	// answer) runs on short-lived goroutines, so that its stack stays small without waiting
+	// for garbage collections to shrink it.
 	pump := &streamPump{}
-	ctx = context.WithValue(ctx, streamPumpKey{}, pump)
+	var responses graphql.ResponseHandler
+	var rc *graphql.OperationContext
+	answered := false
 	defer func() {
 		if r := recover(); r != nil {
-			err := rc.Recover(ctx, r)
-			var gqlErr *gqlerror.Error
-			if !errors.As(err, &gqlErr) {
-				gqlErr = &gqlerror.Error{Message: "internal system error"}
+			gqlErr := &gqlerror.Error{Message: "internal system error"}
+			if rc != nil {
+				if err := rc.Recover(ctx, r); !errors.As(err, &gqlErr) {
+					gqlErr = &gqlerror.Error{Message: "internal system error"}
+				}
 			}
 			done()
 			c.sendErrors(id, gqlerror.List{gqlErr})
 		}
 		done()
-		if c.ctx.Err() == nil && !c.isClosing() {
+		if !answered && c.ctx.Err() == nil && !c.isClosing() {
 			c.complete(id)
 		}
 	}()
-	// A subscription's goroutine lives as long as it does, mostly idle: what goes deep (the
-	// resolvers, encoding and writing an answer) runs on short-lived goroutines.
-	var responses graphql.ResponseHandler
-	freshstack.Run(func() { responses, ctx = c.exec.DispatchOperation(ctx, rc) })
+	freshstack.Run(func() { responses, rc, ctx = c.prepare(ctx, id, payload, start, pump, done) })
+	if responses == nil {
+		answered = true // prepare answered it, complete included
+		return
+	}
 	emit := func() bool {
 		ok := false
 		freshstack.Run(func() {
@@ -359,6 +342,41 @@ func (c *wsConnection) operate(ctx context.Context, cancel context.CancelFunc, i
 	}
 	for emit() {
 	}
+}
+
+// prepare decodes, parses and validates operation id and dispatches it: it returns its
+// answers' handler, or nil once it has answered an operation that cannot run (with done
+// called first).
+func (c *wsConnection) prepare(ctx context.Context, id string, payload json.RawMessage, start time.Time,
+	pump *streamPump, done func()) (graphql.ResponseHandler, *graphql.OperationContext, context.Context) {
+	ctx = graphql.StartOperationTrace(ctx)
+	params := &graphql.RawParams{}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	if err := dec.Decode(params); err != nil {
+		done()
+		c.sendErrors(id, gqlerror.List{{Message: "invalid json"}})
+		c.complete(id)
+		return nil, nil, ctx
+	}
+	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
+	params.Headers = c.headers
+	rc, errs := c.exec.CreateOperationContext(ctx, params)
+	if errs != nil {
+		resp := c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
+		done()
+		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
+			c.sendErrors(id, resp.Errors)
+		} else {
+			c.next(id, &graphql.Response{Errors: errs})
+		}
+		c.complete(id)
+		return nil, nil, ctx
+	}
+	ctx = graphql.WithOperationContext(ctx, rc)
+	ctx = context.WithValue(ctx, streamPumpKey{}, pump)
+	responses, ctx := c.exec.DispatchOperation(ctx, rc)
+	return responses, rc, ctx
 }
 
 // streamPumpKey marks an operation's context with the streamPump its subscription resolver
