@@ -123,7 +123,12 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 		g.closers = append(g.closers, func() error { stop(); return nil })
 		cfg.RedisURL = url
 	}
+	chunkTTL := time.Duration(0) // the cache's default
+	if cfg.OpenIM.Enabled {
+		chunkTTL = OpenIMChunkTTL
+	}
 	if g.Cache, err = cache.Dial(cfg.RedisURL, cache.Options{
+		ChunkTTL:       chunkTTL,
 		EventLogMaxLen: cfg.EventLogMaxLen,
 		EventLogMaxAge: cfg.EventLogMaxAge,
 		ObserveCall:    g.Metrics.ObserveRedisCall,

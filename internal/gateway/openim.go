@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"time"
 
 	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/auth"
@@ -29,6 +30,12 @@ func (g *Gateway) openOpenIM(ctx context.Context) (err error) {
 	if err := cfg.OpenIM.check(cfg); err != nil {
 		return err
 	}
+	// With the feed, what OpenIM changes is reported (the follower forgets it): what is read
+	// from OpenIM's MongoDB can be kept for the same bound as its chunks.
+	memoTTL := time.Duration(0)
+	if cfg.OpenIM.Feed.Brokers != "" {
+		memoTTL = OpenIMChunkTTL
+	}
 	g.OpenIM, err = openim.Connect(ctx, openim.Endpoints{
 		Mongo: chunkstore.Options{
 			URI:            cfg.MongoURI,
@@ -38,13 +45,20 @@ func (g *Gateway) openOpenIM(ctx context.Context) (err error) {
 		},
 		RedisURL: cfg.OpenIM.RedisURL,
 		Redis:    cache.Options{ObserveCall: g.Metrics.ObserveRedisCall, OnRoundTrip: cfg.OnRedisRoundTrip},
-	}, openim.Options{Secret: cfg.OpenIM.Secret})
+	}, openim.Options{Secret: cfg.OpenIM.Secret, MemoTTL: memoTTL})
 	if err != nil {
 		return err
 	}
 	g.closers = append(g.closers, func() error { return g.OpenIM.Close(context.Background()) })
 	return nil
 }
+
+// OpenIMChunkTTL bounds how long msggate keeps a chunk of an OpenIM deployment in its Redis,
+// in OpenIM mode with the feed. The feed's records make a chunk stale as soon as they arrive
+// (a new message, revoke, delete or read), and the gap fill does for messages stored without
+// a record; a change that reaches OpenIM's MongoDB with no record at all (a revoke or delete
+// whose record was lost) shows within this time.
+const OpenIMChunkTTL = 10 * time.Second
 
 // readPath is what the GraphQL layer reads through, how it authenticates, and what /readyz
 // checks: msggate's own store, or in OpenIM mode the deployment's.
@@ -66,6 +80,10 @@ func (g *Gateway) readPath() readPath {
 		}
 		if g.FollowerLedger != nil {
 			r.Sync, r.Hub = g.FollowerLedger, g.Hub
+			// The feed tells which chunks change, so they can be kept (see OpenIMChunkTTL).
+			chunks := history.NewCachedChunks(history.OpenIMChunkFinder{Store: s}, g.Cache, g.Logger)
+			chunks.ObserveCache = g.Metrics.ObserveChunkCache
+			r.Chunks = chunks
 		}
 		return readPath{
 			resolver:      r,

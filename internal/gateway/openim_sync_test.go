@@ -201,3 +201,42 @@ func remarshal(t *testing.T, v any, out any) {
 		t.Fatalf("decoding %v: %v", v, err)
 	}
 }
+
+// Ensure that, with the feed, a warm history page of an OpenIM conversation sends no command
+// to OpenIM's MongoDB (its chunks are kept in msggate's cache), and that a revoke made in
+// OpenIM shows as REVOKED on the next read once its record arrived.
+func TestOpenIMWarmPageFromCache(t *testing.T) {
+	w := startOpenIMWithFeed(t)
+	conv := openimtest.SingleConversationID("alice", "bob")
+	msgs := texts("alice", "bob", "m", 150)
+	seqs := w.IM.Send(conv, msgs...)
+	w.IM.ToMongo(conv, msgs...)
+	bob := w.IM.Login("bob", 2, 7)
+	const page = `query($id: ID!) { conversation(id: $id) { history(limit: 100) { messages { seq status } } } }`
+	read := func() []message {
+		var out struct {
+			Conversation conversation `json:"conversation"`
+		}
+		w.Query(bob, page, map[string]any{"id": conv}, &out)
+		return out.Conversation.History.Messages
+	}
+	if got := read(); len(got) != 100 {
+		t.Fatalf("cold page: %d messages, want 100", len(got))
+	}
+	w.Mongo.Reset()
+	if got := read(); len(got) != 100 || got[99].Seq != seqs[149] {
+		t.Fatalf("warm page: %d messages", len(got))
+	}
+	if n := w.Mongo.All(); len(n) != 0 {
+		t.Errorf("a warm page sent %v to OpenIM's MongoDB, want nothing", n)
+	}
+
+	w.IM.Revoke(conv, seqs[149], openimtest.Revoke{UserID: "alice"})
+	if got := read(); got[99].Status == "REVOKED" {
+		t.Log("the revoke showed before its record (the cache entry had expired)")
+	}
+	w.push.PushNotification(context.Background(), openimfeedtest.Revoke("alice", pushed(msgs[149], seqs[149]), conv, seqs[149], 1), headers)
+	gatewaytest.WaitFor(t, 30*time.Second, "the revoke shows once its record arrived", func() bool {
+		return read()[99].Status == "REVOKED"
+	})
+}

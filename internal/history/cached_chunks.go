@@ -5,16 +5,21 @@ import (
 	"log/slog"
 
 	"github.com/msggate/msggate/internal/cache"
-	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/im"
 )
 
-// CachedChunks is msggate's own chunk source: Redis first, MongoDB for the misses, and the
+// ChunkFinder reads chunks from the store behind the cache, aligned with docIDs, nil where
+// none exists: msggate's own (chunkstore.Store), or an OpenIM deployment's (OpenIMChunkFinder).
+type ChunkFinder interface {
+	FindChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error)
+}
+
+// CachedChunks is a chunk source with a cache tier: Redis first, the store for the misses, and the
 // misses written back to Redis; with a Memory, decoded copies in the process before Redis,
 // for readers that name their conversation's chunks version (LoadChunkRefs). It is safe for
 // concurrent use.
 type CachedChunks struct {
-	store  *chunkstore.Store
+	store  ChunkFinder
 	cache  *cache.Cache
 	logger *slog.Logger
 	reads  sharedReads
@@ -29,9 +34,11 @@ type CachedChunks struct {
 	ObserveCache func(hits, misses int)
 }
 
-// NewCachedChunks returns msggate's chunk source over its store and cache. logger receives
-// cache failures that were worked around; nil means slog.Default().
-func NewCachedChunks(store *chunkstore.Store, c *cache.Cache, logger *slog.Logger) *CachedChunks {
+// NewCachedChunks returns a chunk source over a store and msggate's cache. logger receives
+// cache failures that were worked around; nil means slog.Default(). Every write to the
+// store's chunks must invalidate them in the cache (cache.InvalidateChunks) before it is
+// acknowledged (msggate's writers), or as soon as it is known (OpenIM's, by its feed).
+func NewCachedChunks(store ChunkFinder, c *cache.Cache, logger *slog.Logger) *CachedChunks {
 	if logger == nil {
 		logger = slog.Default()
 	}

@@ -15,15 +15,22 @@ import (
 // pipeline (the cache entries of the seqs MongoDB holds no message for); the request's
 // dataloader makes that one load per query depth.
 func OpenIMChunks(s *openim.Store) ChunkSource {
-	return ChunkFunc(func(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
-		groups := make([]im.SeqGroup, len(docIDs))
-		for i, id := range docIDs {
-			// No Seqs: the whole chunk. A page reads most of a chunk anyway, and the loader
-			// shares one chunk among every resolver that asks for any of its seqs.
-			groups[i] = im.SeqGroup{DocID: id}
-		}
-		return s.Chunks(ctx, groups)
-	})
+	// Whole chunks: a page reads most of a chunk anyway, and the loader shares one chunk among
+	// every resolver that asks for any of its seqs.
+	return ChunkFunc(OpenIMChunkFinder{Store: s}.FindChunks)
+}
+
+// OpenIMChunkFinder reads whole chunks of an OpenIM deployment (openim.Store.Chunks: MongoDB,
+// and OpenIM's message cache for what MongoDB lacks yet), for CachedChunks in OpenIM mode.
+type OpenIMChunkFinder struct{ Store *openim.Store }
+
+// FindChunks reads the chunks named by docIDs, aligned with them.
+func (f OpenIMChunkFinder) FindChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
+	groups := make([]im.SeqGroup, len(docIDs))
+	for i, id := range docIDs {
+		groups[i] = im.SeqGroup{DocID: id}
+	}
+	return f.Store.Chunks(ctx, groups)
 }
 
 // OpenIMQuotes is OpenIM's quote rewrite as an AdjustFunc (see openim.ViewQuote): a quote

@@ -82,40 +82,72 @@ func (s *Store) CanRead(ctx context.Context, userID string, conversationIDs []st
 
 // ownedConversations returns which of ids the user has a conversation document for.
 func (s *Store) ownedConversations(ctx context.Context, userID string, ids []string) (map[string]bool, error) {
+	return s.memoFound(ctx, 'o', userID, ids, func(ids []string) (map[string]bool, error) {
+		out := map[string]bool{}
+		docs, err := findAll[struct {
+			ConversationID string `bson:"conversation_id"`
+		}](ctx, s.conversation, "find conversation",
+			bson.D{{Key: "owner_user_id", Value: userID}, {Key: "conversation_id", Value: in(ids)}},
+			bson.D{{Key: "_id", Value: 0}, {Key: "conversation_id", Value: 1}})
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range docs {
+			out[d.ConversationID] = true
+		}
+		return out, nil
+	})
+}
+
+// memoFound answers which of ids read finds, from the memo for those it found before (a
+// refusal is never kept) and from read for the others.
+func (s *Store) memoFound(_ context.Context, kind byte, userID string, ids []string, read func([]string) (map[string]bool, error)) (map[string]bool, error) {
 	out := map[string]bool{}
 	if len(ids) == 0 {
 		return out, nil
 	}
-	docs, err := findAll[struct {
-		ConversationID string `bson:"conversation_id"`
-	}](ctx, s.conversation, "find conversation",
-		bson.D{{Key: "owner_user_id", Value: userID}, {Key: "conversation_id", Value: in(ids)}},
-		bson.D{{Key: "_id", Value: 0}, {Key: "conversation_id", Value: 1}})
+	if s.memo == nil {
+		return read(ids)
+	}
+	var rest []string
+	gens := map[string]uint64{}
+	for _, id := range ids {
+		if _, ok := s.memo.get(memoKey{kind, userID, id}); ok {
+			out[id] = true
+			continue
+		}
+		gens[id] = s.memo.generation(id)
+		rest = append(rest, id)
+	}
+	if len(rest) == 0 {
+		return out, nil
+	}
+	found, err := read(rest)
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range docs {
-		out[d.ConversationID] = true
+	for id := range found {
+		out[id] = true
+		s.memo.put(memoKey{kind, userID, id}, gens[id], true)
 	}
 	return out, nil
 }
 
 // memberOf returns which of groups the user is a member of.
 func (s *Store) memberOf(ctx context.Context, userID string, groups []string) (map[string]bool, error) {
-	out := map[string]bool{}
-	if len(groups) == 0 {
+	return s.memoFound(ctx, 'm', userID, groups, func(groups []string) (map[string]bool, error) {
+		out := map[string]bool{}
+		docs, err := findAll[struct {
+			GroupID string `bson:"group_id"`
+		}](ctx, s.groupMember, "find group_member",
+			bson.D{{Key: "user_id", Value: userID}, {Key: "group_id", Value: in(groups)}},
+			bson.D{{Key: "_id", Value: 0}, {Key: "group_id", Value: 1}})
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range docs {
+			out[d.GroupID] = true
+		}
 		return out, nil
-	}
-	docs, err := findAll[struct {
-		GroupID string `bson:"group_id"`
-	}](ctx, s.groupMember, "find group_member",
-		bson.D{{Key: "user_id", Value: userID}, {Key: "group_id", Value: in(groups)}},
-		bson.D{{Key: "_id", Value: 0}, {Key: "group_id", Value: 1}})
-	if err != nil {
-		return nil, err
-	}
-	for _, d := range docs {
-		out[d.GroupID] = true
-	}
-	return out, nil
+	})
 }

@@ -190,6 +190,12 @@ type seqUserDoc struct {
 // conversation_id is not unique in OpenIM (mgo/seq_conversation.go NewSeqConversationMongo);
 // OpenIM's own reads take the first match, and so does this.
 func (s *Store) readSeqDocs(ctx context.Context, conversationIDs []string) (map[string]seqDoc, error) {
+	return memoDocs(s.memo, 's', "", conversationIDs, func(ids []string) (map[string]seqDoc, error) {
+		return s.findSeqDocs(ctx, ids)
+	})
+}
+
+func (s *Store) findSeqDocs(ctx context.Context, conversationIDs []string) (map[string]seqDoc, error) {
 	out := make(map[string]seqDoc, len(conversationIDs))
 	if len(conversationIDs) == 0 {
 		return out, nil
@@ -209,6 +215,50 @@ func (s *Store) readSeqDocs(ctx context.Context, conversationIDs []string) (map[
 
 // readSeqUserDocs reads the user's seq_user documents of the conversations in one query.
 func (s *Store) readSeqUserDocs(ctx context.Context, userID string, conversationIDs []string) (map[string]seqUserDoc, error) {
+	return memoDocs(s.memo, 'u', userID, conversationIDs, func(ids []string) (map[string]seqUserDoc, error) {
+		return s.findSeqUserDocs(ctx, userID, ids)
+	})
+}
+
+// memoDocs answers a read of documents by conversation from the memo where it can, and keeps
+// what read returns, a document's absence included (a conversation's first message is reported
+// by the feed, which forgets the conversation).
+func memoDocs[T any](m *docMemo, kind byte, userID string, ids []string, read func([]string) (map[string]T, error)) (map[string]T, error) {
+	if m == nil || len(ids) == 0 {
+		return read(ids)
+	}
+	out := make(map[string]T, len(ids))
+	var rest []string
+	gens := map[string]uint64{}
+	for _, id := range ids {
+		if v, ok := m.get(memoKey{kind, userID, id}); ok {
+			if d, found := v.(*T); found && d != nil {
+				out[id] = *d
+			}
+			continue
+		}
+		gens[id] = m.generation(id)
+		rest = append(rest, id)
+	}
+	if len(rest) == 0 {
+		return out, nil
+	}
+	found, err := read(rest)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range rest {
+		var kept *T
+		if d, ok := found[id]; ok {
+			out[id] = d
+			kept = &d
+		}
+		m.put(memoKey{kind, userID, id}, gens[id], kept)
+	}
+	return out, nil
+}
+
+func (s *Store) findSeqUserDocs(ctx context.Context, userID string, conversationIDs []string) (map[string]seqUserDoc, error) {
 	out := make(map[string]seqUserDoc, len(conversationIDs))
 	if len(conversationIDs) == 0 {
 		return out, nil

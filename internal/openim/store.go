@@ -37,6 +37,8 @@ type Store struct {
 	owned bool
 
 	msg, seq, seqUser, conversation, groupMember *mongo.Collection
+
+	memo *docMemo // nil unless Options.MemoTTL
 }
 
 // Open checks that db is an OpenIM database and that OpenIM's Redis answers, and returns a
@@ -90,6 +92,7 @@ func Open(ctx context.Context, db *mongo.Database, rdb redis.UniversalClient, op
 		seqUser:      db.Collection(collSeqUser),
 		conversation: db.Collection(collConversation),
 		groupMember:  db.Collection(collGroupMember),
+		memo:         newDocMemo(opts.MemoTTL),
 	}, nil
 }
 

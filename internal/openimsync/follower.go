@@ -104,6 +104,12 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 	if err != nil {
 		return err
 	}
+	// What the batch changed is stale in the chunk cache and the store's memo from now on,
+	// before any device hears of it and reads.
+	f.store.Forget(touchedConversations(changes)...)
+	if err := f.cache.InvalidateChunks(ctx, touchedChunks(changes)); err != nil {
+		return err
+	}
 	for i, c := range convs {
 		if followed[i] > 0 && first[c] > followed[i]+1 {
 			if _, err := f.fill(ctx, c, followed[i]+1, first[c]-1, false); err != nil {
@@ -137,6 +143,48 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 		return err
 	}
 	return f.cache.RaiseFollowedSeqs(ctx, last)
+}
+
+// touchedChunks returns the chunks the changes altered: those holding a new message, and those
+// holding the seqs a revoke, delete or read names.
+func touchedChunks(changes []openimfeed.Change) []string {
+	var out []string
+	for _, ch := range changes {
+		if ch.Seq > 0 && ch.ConversationID != "" {
+			out = append(out, im.DocID(ch.ConversationID, ch.Seq))
+		}
+		switch ch.Kind {
+		case openimfeed.KindRevoke, openimfeed.KindDelete, openimfeed.KindRead:
+			target := ch.TargetConversationID
+			if target == "" {
+				target = ch.ConversationID
+			}
+			for _, s := range ch.Seqs {
+				if s > 0 && target != "" {
+					out = append(out, im.DocID(target, s))
+				}
+			}
+		}
+	}
+	return dedupe(out)
+}
+
+// touchedConversations returns the conversations the changes are about.
+func touchedConversations(changes []openimfeed.Change) []string {
+	var out []string
+	for _, ch := range changes {
+		for _, id := range append([]string{ch.ConversationID, ch.TargetConversationID}, ch.ConversationIDs...) {
+			if id != "" {
+				out = append(out, id)
+			}
+		}
+	}
+	return dedupe(out)
+}
+
+func dedupe(ids []string) []string {
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // followable reports whether a record is a message of a conversation whose devices follow it:
@@ -326,6 +374,14 @@ func (f *Follower) fill(ctx context.Context, conversationID string, from, to int
 			msgs = append(msgs, imsync.StoredMessage{ConversationID: conversationID, Seq: s, SendID: m.SendID,
 				SendTime: m.SendTime, Readers: readers(m.SendID, m.RecvID)})
 			done = s
+		}
+		var docIDs []string
+		for _, m := range msgs {
+			docIDs = append(docIDs, im.DocID(m.ConversationID, m.Seq))
+		}
+		f.store.Forget(conversationID)
+		if err := f.cache.InvalidateChunks(ctx, dedupe(docIDs)); err != nil {
+			return from - 1, err
 		}
 		if err := f.ledger.AnnounceMessages(ctx, msgs); err != nil {
 			return from - 1, err

@@ -168,3 +168,14 @@ func containsAll(s string, substrs []string) bool {
 	}
 	return true
 }
+
+// All returns every count since the last Reset, by "<command> <collection>".
+func (c *MongoCommands) All() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.n))
+	for k, v := range c.n {
+		out[k] = v
+	}
+	return out
+}
