@@ -115,6 +115,21 @@ func (c *Cache) Resync(ctx context.Context, userIDs []string) error {
 	return cacheError("resync", err)
 }
 
+// ResyncGroups tells the live subscribers of each group conversation's stream, on every
+// instance, to re-read what they follow: the group's members changed, so some of them must
+// stop following it.
+func (c *Cache) ResyncGroups(ctx context.Context, conversationIDs []string) error {
+	if len(conversationIDs) == 0 {
+		return nil
+	}
+	pipe := c.rdb.Pipeline()
+	for _, id := range conversationIDs {
+		pipe.Do(ctx, c.publishCommand(), c.GroupChannel(id), resyncHint)
+	}
+	_, err := pipe.Exec(ctx)
+	return cacheError("resync groups", err)
+}
+
 // Close stops the feed and waits for its goroutine to end.
 func (f *EventFeed) Close() error {
 	f.cancel()

@@ -36,7 +36,7 @@ func (g *Gateway) followOpenIM() error {
 	if err != nil {
 		return err
 	}
-	g.FollowerLedger = imsync.NewFollowerLedger(g.Cache, g.OpenIM, imsync.Options{Logger: g.Logger})
+	g.FollowerLedger = imsync.NewFollowerLedger(g.Cache, openimsync.StateSource(g.OpenIM), imsync.Options{Logger: g.Logger})
 	g.Hub = imsync.NewHub(g.FollowerLedger, g.Cache, imsync.HubOptions{OnDrop: g.Metrics.CountDroppedSubscriber})
 	g.Metrics.WatchSubscribers(g.Hub.Subscribers)
 	g.Metrics.WatchLiveSubscribers(g.Hub.LiveSubscribers)

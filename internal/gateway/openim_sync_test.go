@@ -240,3 +240,84 @@ func TestOpenIMWarmPageFromCache(t *testing.T) {
 		return read()[99].Status == "REVOKED"
 	})
 }
+
+// Ensure membership in OpenIM mode: a member added to a group (OpenIM gives them its
+// conversation) gets JOIN from a token that predates it; a member who quits (OpenIM keeps
+// their conversation document) gets LEAVE on their live device as soon as the group's
+// notification record arrives, and no event of the group after it; a device on a second
+// instance gets the group's events live too.
+func TestOpenIMMembershipFromKafka(t *testing.T) {
+	w := startOpenIMWithFeed(t)
+	other := w.another(t)
+	conv := openimtest.GroupConversationID("g1")
+	w.IM.CreateGroupChatConversations("g1", "alice", "bob")
+	for _, u := range []string{"alice", "bob"} {
+		w.IM.AddGroupMember("g1", u, openimtest.RoleMember)
+	}
+	first := openimtest.Group("alice", "g1", openimtest.ContentText, openimtest.TextContent("one"))
+	s1 := w.IM.Send(conv, first)[0]
+	bob := w.IM.Login("bob", 2, 7)
+	carol := w.IM.Login("carol", 2, 7)
+	token := func(tok string) string {
+		var out struct {
+			SyncState struct {
+				Token string `json:"token"`
+			} `json:"syncState"`
+		}
+		w.Query(tok, `{ syncState { token } }`, nil, &out)
+		return out.SyncState.Token
+	}
+	bobTok, carolTok := token(bob), token(carol)
+	live := gatewaytest.ConnectWS(t, w.URL, bob, gatewaytest.WSOptions{})
+	live.Subscribe(&bobTok)
+	elsewhere := gatewaytest.ConnectWS(t, other.URL, bob, gatewaytest.WSOptions{})
+	elsewhere.Subscribe(&bobTok)
+	// The consumer group joins in the background: produce until the first record is seen.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		w.push.PushMessage(context.Background(), pushed(first, s1), headers)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := live.Read(ctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the feed delivered nothing within 30 s")
+		}
+	}
+	if ev := nextEvent(t, elsewhere, 2*time.Second); ev.Type != model.SyncEventTypeNewMessage || *ev.Seq != s1 {
+		t.Fatalf("the device on the second instance got %+v, want NEW_MESSAGE %d", ev, s1)
+	}
+
+	// carol joins.
+	w.IM.AddGroupMember("g1", "carol", openimtest.RoleMember)
+	w.IM.CreateGroupChatConversations("g1", "carol")
+	var diff struct {
+		SyncDifference struct {
+			Events []model.SyncEvent `json:"events"`
+		} `json:"syncDifference"`
+	}
+	w.Query(carol, `query($s: String!) { syncDifference(since: $s) { events { type conversationID maxSeq } } }`,
+		map[string]any{"s": carolTok}, &diff)
+	if evs := diff.SyncDifference.Events; len(evs) != 1 || evs[0].Type != model.SyncEventTypeJoin || *evs[0].ConversationID != conv || *evs[0].MaxSeq != s1 {
+		t.Fatalf("carol after joining: %+v, want JOIN %s at maxSeq %d", evs, conv, s1)
+	}
+
+	// bob quits: OpenIM tells the group.
+	w.IM.QuitGroup("g1", "bob")
+	w.push.PushNotification(context.Background(), openimfeedtest.Notification{SendID: "bob", RecvID: "g1",
+		ContentType: 1504, SessionType: openimtest.ReadGroupChatType, Tips: &sdkws.MemberQuitTips{}}, headers)
+	ev := nextEvent(t, live, 2*time.Second)
+	if ev.Type != model.SyncEventTypeLeave || *ev.ConversationID != conv {
+		t.Fatalf("bob after quitting: %+v, want LEAVE %s", ev, conv)
+	}
+	after := openimtest.Group("alice", "g1", openimtest.ContentText, openimtest.TextContent("after bob"))
+	s2 := w.IM.Send(conv, after)[0]
+	w.push.PushMessage(context.Background(), pushed(after, s2), headers)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if m, err := live.Read(ctx); err == nil {
+		t.Fatalf("bob got %v after leaving the group", m)
+	}
+}

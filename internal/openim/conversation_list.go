@@ -59,3 +59,31 @@ func (s *Store) ConversationIDs(ctx context.Context, userID string) ([]string, e
 	}
 	return ids, nil
 }
+
+// FollowedConversationIDs is ConversationIDs less the group conversations whose group the user
+// is no longer a member of: OpenIM keeps a member's conversation document when they quit or
+// are kicked (and caps what they read), but a device must stop following the group's changes.
+// One more query, on group_member, for the list's groups.
+func (s *Store) FollowedConversationIDs(ctx context.Context, userID string) ([]string, error) {
+	ids, err := s.ConversationIDs(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	var groups []string
+	for _, id := range ids {
+		if g, ok := groupOf(id); ok {
+			groups = append(groups, g)
+		}
+	}
+	members, err := s.memberOf(ctx, userID, groups)
+	if err != nil {
+		return nil, err
+	}
+	out := ids[:0]
+	for _, id := range ids {
+		if g, ok := groupOf(id); !ok || members[g] {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}

@@ -76,7 +76,26 @@ type Follower struct {
 	opts   Options
 }
 
-// New returns a Follower that logs through ledger (imsync.NewFollowerLedger over store and c).
+// StateSource is what a follower Ledger reads OpenIM through (imsync.NewFollowerLedger): the
+// Store, with the conversation lists a device follows (a group the user left is not followed,
+// though OpenIM keeps its conversation document).
+func StateSource(s *openim.Store) imsync.StateSource { return followedState{s} }
+
+type followedState struct{ *openim.Store }
+
+func (f followedState) ConversationIDs(ctx context.Context, userID string) ([]string, error) {
+	return f.FollowedConversationIDs(ctx, userID)
+}
+
+// OpenIM's group notifications (protocol constant GroupNotificationBegin..End): members
+// joined, quit, were kicked, the group was dismissed, and the like.
+const (
+	groupNotificationBegin = 1500
+	groupNotificationEnd   = 1599
+)
+
+// New returns a Follower that logs through ledger (imsync.NewFollowerLedger over
+// StateSource(store) and c).
 func New(ledger *imsync.Ledger, store *openim.Store, c *cache.Cache, opts Options) *Follower {
 	return &Follower{ledger: ledger, store: store, cache: c, opts: opts.withDefaults()}
 }
@@ -142,7 +161,23 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 	if err := flush(); err != nil {
 		return err
 	}
+	if err := f.membersChanged(ctx, changes); err != nil {
+		return err
+	}
 	return f.cache.RaiseFollowedSeqs(ctx, last)
+}
+
+// membersChanged has the devices following a group whose members changed re-read what they
+// follow, so that a member who left stops following it (and gets LEAVE) at once.
+func (f *Follower) membersChanged(ctx context.Context, changes []openimfeed.Change) error {
+	var groups []string
+	for _, ch := range changes {
+		if ch.GroupID != "" && ch.ContentType >= groupNotificationBegin && ch.ContentType <= groupNotificationEnd {
+			f.store.Forget(ch.GroupID)
+			groups = append(groups, "sg_"+ch.GroupID)
+		}
+	}
+	return f.cache.ResyncGroups(ctx, dedupe(groups))
 }
 
 // touchedChunks returns the chunks the changes altered: those holding a new message, and those

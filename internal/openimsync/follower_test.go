@@ -42,7 +42,7 @@ func newWorld(t *testing.T, opts openimsync.Options) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	l := imsync.NewFollowerLedger(c, store, imsync.Options{})
+	l := imsync.NewFollowerLedger(c, openimsync.StateSource(store), imsync.Options{})
 	return &world{IM: d, ledger: l, follower: openimsync.New(l, store, c, opts)}
 }
 
@@ -128,6 +128,9 @@ func TestFollowGroupAndTips(t *testing.T) {
 	w := newWorld(t, openimsync.Options{})
 	conv := openimtest.GroupConversationID("g1")
 	w.IM.CreateGroupChatConversations("g1", "ann", "bob", "cy")
+	for _, u := range []string{"ann", "bob", "cy"} {
+		w.IM.AddGroupMember("g1", u, openimtest.RoleMember)
+	}
 	msgs := []*openimtest.MsgData{
 		openimtest.Group("ann", "g1", openimtest.ContentText, openimtest.TextContent("a")),
 		openimtest.Group("ann", "g1", openimtest.ContentText, openimtest.TextContent("b")),
