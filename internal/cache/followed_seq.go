@@ -90,3 +90,20 @@ func (c *Cache) ActiveFollowed(ctx context.Context, since time.Time, limit int) 
 	}
 	return ids.Val(), nil
 }
+
+// FollowingSince returns when the follower began following (ms): the first call stores now,
+// later ones, on any instance, return that.
+func (c *Cache) FollowingSince(ctx context.Context) (int64, error) {
+	key := c.opts.Prefix + "followed:since"
+	pipe := c.rdb.Pipeline()
+	pipe.SetNX(ctx, key, time.Now().UnixMilli(), 0)
+	get := pipe.Get(ctx, key)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, cacheError("read following since", err)
+	}
+	since, err := strconv.ParseInt(get.Val(), 10, 64)
+	if err != nil {
+		return 0, cacheError("read following since", err)
+	}
+	return since, nil
+}

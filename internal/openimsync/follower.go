@@ -130,8 +130,19 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 		return err
 	}
 	for i, c := range convs {
-		if followed[i] > 0 && first[c] > followed[i]+1 {
-			if _, err := f.fill(ctx, c, followed[i]+1, first[c]-1, false); err != nil {
+		switch {
+		case followed[i] > 0 && first[c] > followed[i]+1:
+			if _, err := f.fill(ctx, c, followed[i]+1, first[c]-1, false, 0); err != nil {
+				return err
+			}
+		case followed[i] == 0 && first[c] > 1:
+			// The conversation's first record here: what OpenIM stored of it since msggate
+			// began following, before this record, had records that were lost.
+			since, err := f.cache.FollowingSince(ctx)
+			if err != nil {
+				return err
+			}
+			if _, err := f.fill(ctx, c, max(1, first[c]-fillPage), first[c]-1, true, since); err != nil {
 				return err
 			}
 		}
@@ -368,8 +379,9 @@ func joinSeqs(seqs []int64) string {
 // fill logs the messages of seqs from..to of a conversation that OpenIM's stores hold, in
 // pages, and returns the highest seq up to which everything is logged or passed over. A seq
 // neither store holds stops it there, unless passHoles (the allocation is old enough for the
-// seq to be a hole, not a message on its way).
-func (f *Follower) fill(ctx context.Context, conversationID string, from, to int64, passHoles bool) (int64, error) {
+// seq to be a hole, not a message on its way). Messages sent before sentSince (ms; 0: none)
+// are passed over.
+func (f *Follower) fill(ctx context.Context, conversationID string, from, to int64, passHoles bool, sentSince int64) (int64, error) {
 	done := from - 1
 	for start := from; start <= to; start += fillPage {
 		end := min(to, start+fillPage-1)
@@ -406,9 +418,12 @@ func (f *Follower) fill(ctx context.Context, conversationID string, from, to int
 				done = s
 				continue
 			}
+			done = s
+			if m.SendTime < sentSince {
+				continue
+			}
 			msgs = append(msgs, imsync.StoredMessage{ConversationID: conversationID, Seq: s, SendID: m.SendID,
 				SendTime: m.SendTime, Readers: readers(m.SendID, m.RecvID)})
-			done = s
 		}
 		var docIDs []string
 		for _, m := range msgs {
@@ -454,7 +469,7 @@ func (f *Follower) FillGaps(ctx context.Context) error {
 			continue
 		}
 		old := now-heads[i].LastTime >= f.opts.HoleGrace.Milliseconds()
-		done, err := f.fill(ctx, id, followed[i]+1, heads[i].MaxSeq, old)
+		done, err := f.fill(ctx, id, followed[i]+1, heads[i].MaxSeq, old, 0)
 		if err != nil {
 			return err
 		}
@@ -468,6 +483,11 @@ func (f *Follower) FillGaps(ctx context.Context) error {
 // RunGapFill runs FillGaps every GapFillInterval until ctx ends. A failed pass is logged and
 // tried again at the next tick.
 func (f *Follower) RunGapFill(ctx context.Context) {
+	// Where following began, if this is the first instance to follow: a conversation whose
+	// first records here were lost is filled from then on (Apply).
+	if _, err := f.cache.FollowingSince(ctx); err != nil {
+		f.opts.Logger.Warn("OpenIM feed: recording when following began failed", "err", err)
+	}
 	t := time.NewTicker(f.opts.GapFillInterval)
 	defer t.Stop()
 	for {

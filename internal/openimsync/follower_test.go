@@ -21,12 +21,25 @@ import (
 // msggate's own Redis (another redis-server), and the follower and follower ledger over them.
 type world struct {
 	IM       *openimtest.Deployment
+	cache    *cache.Cache
 	ledger   *imsync.Ledger
 	follower *openimsync.Follower
 }
 
 func newWorld(t *testing.T, opts openimsync.Options) *world {
 	t.Helper()
+	own := testenv.Redis(t)
+	c, err := cache.Dial(own.URL(), cache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	// Following begins before OpenIM's clock starts (openimtest's send times count up from
+	// when the deployment is made).
+	if _, err := c.FollowingSince(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond)
 	m := testenv.Mongo(t)
 	imRedis := testenv.Redis(t)
 	d := openimtest.NewAt(t, m.Connect(t, nil), imRedis.Addr())
@@ -36,14 +49,8 @@ func newWorld(t *testing.T, opts openimsync.Options) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own := testenv.Redis(t)
-	c, err := cache.Dial(own.URL(), cache.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
 	l := imsync.NewFollowerLedger(c, openimsync.StateSource(store), imsync.Options{})
-	return &world{IM: d, ledger: l, follower: openimsync.New(l, store, c, opts)}
+	return &world{IM: d, cache: c, ledger: l, follower: openimsync.New(l, store, c, opts)}
 }
 
 // record is the change OpenIM's toPush carries for a message stored at seq.
@@ -207,6 +214,23 @@ func TestFollowFillsLostRecords(t *testing.T) {
 	w.apply(t, r3)
 	if evs, _ := w.difference(t, "bob", tok); len(evs) != 4 {
 		t.Fatalf("after a late record bob has %d events, want 4", len(evs))
+	}
+
+	// A new conversation whose first record is lost: its first message comes with the second.
+	_, tok = w.difference(t, "cy", summary(t, w, "cy").Token)
+	chat := openimtest.SingleConversationID("ann", "cy")
+	m1 := openimtest.Single("ann", "cy", openimtest.ContentText, openimtest.TextContent("first"))
+	n1 := w.IM.Send(chat, m1)[0]
+	m2 := openimtest.Single("ann", "cy", openimtest.ContentText, openimtest.TextContent("second"))
+	n2 := w.IM.Send(chat, m2)[0]
+	w.apply(t, record(chat, n2, m2))
+	evs, _ = w.difference(t, "cy", tok)
+	got = got[:0]
+	for _, ev := range evs {
+		got = append(got, ev.Seq)
+	}
+	if want := []int64{n1, n2}; !equalSeqs(got, want) {
+		t.Fatalf("cy got seqs %v, want %v", got, want)
 	}
 }
 
