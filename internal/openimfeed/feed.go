@@ -56,6 +56,8 @@ func Open(opts Options) (*Feed, error) {
 
 // Close leaves the consumer group and closes the client. Offsets of a batch whose apply has
 // not returned nil are not committed: the group's next member receives that batch again.
+// End Run's ctx and let Run return first: leaving the group is a rebalance, and rebalances
+// wait for the batch Run holds. A Run waiting for records returns kgo.ErrClientClosed.
 func (f *Feed) Close() { f.client.Close() }
 
 // Run consumes until ctx ends: it polls, decodes each record into Changes, calls apply with a
