@@ -59,11 +59,15 @@ func TestClientOptions(t *testing.T) {
 	if string(first) != "\x00openim\x00s3cret" {
 		t.Errorf("SASL/PLAIN message %q, want user openim, password s3cret", first)
 	}
+	// A new group starts at the newest record, as OpenIM's push group does.
+	if got, _ := f.client.OptValue(kgo.ConsumeResetOffset).(kgo.Offset); got.EpochOffset() != kgo.NewOffset().AtEnd().EpochOffset() {
+		t.Errorf("reset offset %v, want the end of each partition", got.EpochOffset())
+	}
 	if got := f.client.OptValue(kgo.DialTLSConfig); got != tlsConfig {
 		t.Errorf("TLS config %v, want the one given", got)
 	}
 
-	plain, err := Open(Options{Brokers: []string{"k1:9092"}, Topic: "toPushCustom", Group: "msggate-2"})
+	plain, err := Open(Options{Brokers: []string{"k1:9092"}, Topic: "toPushCustom", Group: "msggate-2", StartAtOldest: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +80,9 @@ func TestClientOptions(t *testing.T) {
 	}
 	if got := plain.client.OptValue(kgo.ConsumerGroup); got != "msggate-2" {
 		t.Errorf("group %v, want msggate-2", got)
+	}
+	if got, _ := plain.client.OptValue(kgo.ConsumeResetOffset).(kgo.Offset); got.EpochOffset() != kgo.NewOffset().AtStart().EpochOffset() {
+		t.Errorf("reset offset with StartAtOldest %v, want the start of each partition", got.EpochOffset())
 	}
 	if got, _ := plain.client.OptValue(kgo.ConsumeTopics).([]string); len(got) != 1 || got[0] != "toPushCustom" {
 		t.Errorf("topics %v, want [toPushCustom]", plain.client.OptValue(kgo.ConsumeTopics))
