@@ -12,7 +12,7 @@ import (
 )
 
 // TestRunEndsOnClose: a Feed closed while Run waits for records makes Run return the
-// client's closed error (not hang), and a second Run on the same Feed is refused.
+// client's closed error rather than hang.
 func TestRunEndsOnClose(t *testing.T) {
 	brokers := openimfeedtest.StartKafka(t, openimfeedtest.KafkaOptions{})
 	var c collector
@@ -22,10 +22,7 @@ func TestRunEndsOnClose(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- feed.Run(context.Background(), c.apply) }()
-	time.Sleep(300 * time.Millisecond) // let Run reach its poll
-	if err := feed.Run(context.Background(), c.apply); !errors.Is(err, openimfeed.ErrRunTwice) {
-		t.Errorf("second Run returned %v, want ErrRunTwice", err)
-	}
+	time.Sleep(300 * time.Millisecond) // let Run reach its poll (a Close before it is fine too)
 	feed.Close()
 	select {
 	case err := <-done:
@@ -34,5 +31,25 @@ func TestRunEndsOnClose(t *testing.T) {
 		}
 	case <-time.After(waitLimit):
 		t.Fatalf("Run did not return after Close")
+	}
+}
+
+// TestRunTwiceRefused: the first Run's client has moved past what it did not commit, so a
+// second Run on the same Feed is refused instead of skipping records.
+func TestRunTwiceRefused(t *testing.T) {
+	brokers := openimfeedtest.StartKafka(t, openimfeedtest.KafkaOptions{})
+	var c collector
+	feed, err := openimfeed.Open(openimfeed.Options{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer feed.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := feed.Run(ctx, c.apply); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run with an ended ctx returned %v, want context.Canceled", err)
+	}
+	if err := feed.Run(context.Background(), c.apply); !errors.Is(err, openimfeed.ErrRunTwice) {
+		t.Errorf("second Run returned %v, want ErrRunTwice", err)
 	}
 }
