@@ -125,6 +125,9 @@ func decodeChange(r *kgo.Record) (Change, error) {
 		if err := decodeTips(m.GetContent(), &tips); err != nil {
 			return Change{}, err
 		}
+		if tips.ConversationID == "" || tips.Seq <= 0 {
+			return Change{}, errors.New("RevokeMsgTips without conversationID or seq")
+		}
 		c.Kind = KindRevoke
 		c.UserID = tips.RevokerUserID
 		c.TargetConversationID = tips.ConversationID
@@ -133,6 +136,9 @@ func decodeChange(r *kgo.Record) (Change, error) {
 		var tips sdkws.DeleteMsgsTips
 		if err := decodeTips(m.GetContent(), &tips); err != nil {
 			return Change{}, err
+		}
+		if tips.ConversationID == "" {
+			return Change{}, errors.New("DeleteMsgsTips without conversationID")
 		}
 		c.Kind = KindDelete
 		c.UserID = tips.UserID
@@ -143,6 +149,9 @@ func decodeChange(r *kgo.Record) (Change, error) {
 		if err := decodeTips(m.GetContent(), &tips); err != nil {
 			return Change{}, err
 		}
+		if tips.UserID == "" {
+			return Change{}, errors.New("ClearConversationTips without userID")
+		}
 		c.Kind = KindClear
 		c.UserID = tips.UserID
 		c.ConversationIDs = tips.ConversationIDs
@@ -150,6 +159,9 @@ func decodeChange(r *kgo.Record) (Change, error) {
 		var tips sdkws.MarkAsReadTips
 		if err := decodeTips(m.GetContent(), &tips); err != nil {
 			return Change{}, err
+		}
+		if tips.ConversationID == "" || tips.MarkAsReadUserID == "" {
+			return Change{}, errors.New("MarkAsReadTips without conversationID or markAsReadUserID")
 		}
 		c.Kind = KindRead
 		c.UserID = tips.MarkAsReadUserID
@@ -160,7 +172,9 @@ func decodeChange(r *kgo.Record) (Change, error) {
 	return c, nil
 }
 
-// decodeTips reads a notification's content: {"detail": "<JSON of the tips>"}.
+// decodeTips reads a notification's content: {"detail": "<JSON of the tips>"}. The caller checks
+// the fields it needs: a tip without them (detail "null" or "{}") cannot be acted on, and is
+// skipped as undecodable rather than applied as a change to nothing.
 func decodeTips(content []byte, tips any) error {
 	var elem sdkws.NotificationElem
 	if err := json.Unmarshal(content, &elem); err != nil {

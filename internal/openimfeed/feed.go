@@ -56,17 +56,31 @@ func Open(opts Options) (*Feed, error) {
 
 // Close leaves the consumer group and closes the client. Offsets of a batch whose apply has
 // not returned nil are not committed: the group's next member receives that batch again.
+// End Run's ctx and let Run return first: leaving the group is a rebalance, and rebalances
+// wait for the batch Run holds. A Run waiting for records returns kgo.ErrClientClosed.
 func (f *Feed) Close() { f.client.Close() }
 
 // Run consumes until ctx ends: it polls, decodes each record into Changes, calls apply with a
 // batch (in partition order), and commits the batch's offsets only after apply returned nil.
 // When apply fails it waits (backoff) and retries the same batch, committing nothing. A record
 // that cannot be decoded is logged and skipped (committed). Returns ctx's error or a fatal
-// client error (authentication or authorization refused, client closed). Run may be called
-// once per Feed.
+// client error: the broker refusing msggate's credentials when Run starts, an authorization
+// refusal reported by a poll, or the client closed. An unreachable broker is not fatal: the
+// client retries it for as long as ctx lasts. Run may be called once per Feed.
 func (f *Feed) Run(ctx context.Context, apply func(ctx context.Context, changes []Change) error) error {
 	if f.started.Swap(true) {
 		return ErrRunTwice
+	}
+	// The consumer's own requests retry every failure, a refused password included, without
+	// ever reporting it to a poll; one request up front turns a refusal into Run's error.
+	if err := f.client.Ping(ctx); err != nil {
+		if isFatal(err) {
+			return fmt.Errorf("openimfeed: %w", err)
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		f.log.Warn("no Kafka broker answers yet; the client keeps trying", "brokers", f.opts.Brokers, "err", err)
 	}
 	for {
 		fetches := f.client.PollRecords(ctx, maxBatch)

@@ -148,6 +148,9 @@ func (o Options) clientOptions() []kgo.Opt {
 		kgo.DisableAutoCommit(),
 		// No rebalance between a poll and its commit: a partition cannot move to another
 		// msggate instance while its batch is being applied, so no batch is applied by two.
+		// An apply failing for longer than the group's rebalance timeout (60 s) gets this
+		// member dropped from the group; its commit then fails and another member applies the
+		// batch again, which apply being idempotent allows.
 		kgo.BlockRebalanceOnPoll(),
 	}
 	if o.Username != "" || o.Password != "" {

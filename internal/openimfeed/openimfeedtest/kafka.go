@@ -27,6 +27,13 @@ type KafkaOptions struct {
 // returns its broker addresses.
 func StartKafka(t testing.TB, opts KafkaOptions) []string {
 	t.Helper()
+	return StartCluster(t, opts).ListenAddrs()
+}
+
+// StartCluster is StartKafka for a test that needs the server itself, to make it answer a
+// request as a real broker would where kfake answers otherwise.
+func StartCluster(t testing.TB, opts KafkaOptions) *kfake.Cluster {
+	t.Helper()
 	if opts.Partitions == 0 {
 		opts.Partitions = 4
 	}
@@ -42,7 +49,7 @@ func StartKafka(t testing.TB, opts KafkaOptions) []string {
 		t.Fatalf("openimfeedtest: start kfake: %v", err)
 	}
 	t.Cleanup(cluster.Close)
-	return cluster.ListenAddrs()
+	return cluster
 }
 
 // ProducerOptions configures NewProducer; Brokers is required.

@@ -27,7 +27,7 @@ func (p *Producer) PushMessage(ctx context.Context, m *sdkws.MsgData, h Headers)
 	if m.ServerMsgID == "" || m.SendTime == 0 {
 		encapsulate(m)
 	}
-	return p.push(ctx, messageKey(m), chatConversationID(m), m, h)
+	return p.Push(ctx, messageKey(m), chatConversationID(m), m, h)
 }
 
 // Notification is a notification as OpenIM's NotificationSender.send builds it
@@ -57,7 +57,7 @@ func (n Notification) Stored() bool { return notificationOptions(n)[constant.IsH
 func (p *Producer) PushNotification(ctx context.Context, n Notification, h Headers) (Produced, *sdkws.MsgData) {
 	p.t.Helper()
 	m := NotificationMsgData(n)
-	return p.push(ctx, messageKey(m), notificationConversationID(m), m, h), m
+	return p.Push(ctx, messageKey(m), notificationConversationID(m), m, h), m
 }
 
 // NotificationMsgData is the MsgData OpenIM pushes for n: built by NotificationSender.send,
@@ -137,7 +137,9 @@ func encapsulate(m *sdkws.MsgData) {
 	}
 }
 
-func (p *Producer) push(ctx context.Context, key, conversationID string, m *sdkws.MsgData, h Headers) Produced {
+// Push is controller/msg_transfer.go MsgToPushMQ itself: m in conversationID, with key. A test
+// uses it for records the helpers above do not build (one whose content is damaged).
+func (p *Producer) Push(ctx context.Context, key, conversationID string, m *sdkws.MsgData, h Headers) Produced {
 	p.t.Helper()
 	value, err := proto.Marshal(&pbmsg.PushMsgDataToMQ{MsgData: m, ConversationID: conversationID})
 	if err != nil {
