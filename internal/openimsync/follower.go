@@ -87,12 +87,10 @@ func (f followedState) ConversationIDs(ctx context.Context, userID string) ([]st
 	return f.FollowedConversationIDs(ctx, userID)
 }
 
-// OpenIM's group notifications (protocol constant GroupNotificationBegin..End): members
-// joined, quit, were kicked, the group was dismissed, and the like.
-const (
-	groupNotificationBegin = 1500
-	groupNotificationEnd   = 1599
-)
+// membershipNotifications are OpenIM's group notifications that change who is in a group
+// (protocol v0.0.72-alpha.71 constant/constant.go): an application accepted (1505), a member
+// quit (1504), was kicked (1508), invited (1509) or entered (1510), the group dismissed (1511).
+var membershipNotifications = map[int32]bool{1504: true, 1505: true, 1508: true, 1509: true, 1510: true, 1511: true}
 
 // New returns a Follower that logs through ledger (imsync.NewFollowerLedger over
 // StateSource(store) and c).
@@ -183,7 +181,7 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 func (f *Follower) membersChanged(ctx context.Context, changes []openimfeed.Change) error {
 	var groups []string
 	for _, ch := range changes {
-		if ch.GroupID != "" && ch.ContentType >= groupNotificationBegin && ch.ContentType <= groupNotificationEnd {
+		if ch.GroupID != "" && membershipNotifications[ch.ContentType] {
 			f.store.Forget(ch.GroupID)
 			groups = append(groups, "sg_"+ch.GroupID)
 		}
