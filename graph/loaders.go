@@ -190,6 +190,11 @@ func newRequestLoader[K comparable, V any](o LoaderOptions, name string, fetch f
 
 // Load returns key's answer.
 func (rl *requestLoader[K, V]) Load(ctx context.Context, key K) (V, error) {
+	// A primed key (a conversation of the viewer's list) is answered before anything else:
+	// deciding lone walks the resolver's context, which costs more than the answer.
+	if thunk, ok := rl.cache.Get(ctx, key); ok {
+		return thunk()
+	}
 	if lone(ctx) {
 		vals, err := rl.loadNow(ctx, []K{key})
 		if err != nil {
