@@ -12,6 +12,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/msggate/msggate/graph/model"
+	"github.com/msggate/msggate/internal/im"
 )
 
 // selectEverything is a selection of every field of typ as the schema has it, and of every
@@ -69,8 +70,14 @@ func writtenBy(t *testing.T, schema *ast.Schema, query string, path []string, v 
 }
 
 // assertEveryField fails for each field of typ (and of the objects beneath) the schema has
-// and written lacks.
+// and written lacks; an object field written as null or an empty list fails it too.
 func assertEveryField(t *testing.T, schema *ast.Schema, typ string, written map[string]any) {
+	t.Helper()
+	assertFields(t, schema, typ, written, true)
+}
+
+// assertFields is assertEveryField; with filled false an object field may be null or empty.
+func assertFields(t *testing.T, schema *ast.Schema, typ string, written map[string]any, filled bool) {
 	t.Helper()
 	for _, f := range schema.Types[typ].Fields {
 		if strings.HasPrefix(f.Name, "__") {
@@ -86,11 +93,11 @@ func assertEveryField(t *testing.T, schema *ast.Schema, typ string, written map[
 			if o, isObject := v.(map[string]any); isObject {
 				objects = []any{o}
 			}
-			if len(objects) == 0 {
+			if len(objects) == 0 && filled {
 				t.Errorf("%s.%s was written as %v: the test's value should fill it", typ, f.Name, v)
 			}
 			for _, o := range objects {
-				assertEveryField(t, schema, def.Name, o.(map[string]any))
+				assertFields(t, schema, def.Name, o.(map[string]any), filled)
 			}
 		}
 	}
@@ -120,4 +127,91 @@ func TestJSONWritersWriteEverySchemaField(t *testing.T) {
 	history := `{ conversation(id: "c") { history ` + selectEverything(schema, "History") + ` } }`
 	page := &model.History{Messages: []*model.Message{fullMessage(), fullMessage()}, HasMoreBefore: true}
 	assertEveryField(t, schema, "History", writtenBy(t, schema, history, []string{"conversation", "history"}, page))
+}
+
+// chunksNowhere is a chunk source that holds no chunk: every seq reads as MISSING.
+type chunksNowhere struct{ err error }
+
+func (c chunksNowhere) LoadChunks(_ context.Context, docIDs []string) ([]*im.Chunk, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	return make([]*im.Chunk, len(docIDs)), nil
+}
+
+// Ensure the conversation list's writer (model.ConversationConnection) writes every field the
+// schema gives the page, its nodes, their last message and history, and its pageInfo: the
+// query asks for all of them, taken from the schema, through the real handler.
+func TestConversationPageWritesEverySchemaField(t *testing.T) {
+	schema := NewExecutableSchema(Config{}).Schema()
+	convs := &countingConversations{list: []im.SeqState{
+		{ConversationID: "sg_one", MaxSeq: 3, ReadSeq: 1, LastTime: 2},
+		{ConversationID: "sg_two", MaxSeq: 2, LastTime: 1},
+	}}
+	query := `{ viewer { conversations(first: 1) ` + selectEverything(schema, "ConversationConnection") + ` } }`
+	out := askWithChunks(t, convs, chunksNowhere{}, LoaderOptions{}, query)
+	if out["errors"] != nil {
+		t.Fatalf("errors: %v", out["errors"])
+	}
+	page := out["data"].(map[string]any)["viewer"].(map[string]any)["conversations"].(map[string]any)
+	assertFields(t, schema, "ConversationConnection", page, false)
+	nodes := page["nodes"].([]any)
+	if len(nodes) != 1 {
+		t.Fatalf("nodes %v, want the first of two", nodes)
+	}
+	node := nodes[0].(map[string]any)
+	if node["id"] != "sg_one" || node["kind"] != "GROUP" || node["unreadCount"] != float64(2) || node["maxSeq"] != float64(3) {
+		t.Errorf("node %v", node)
+	}
+	last, _ := node["lastMessage"].(map[string]any)
+	if last == nil || last["seq"] != float64(3) || last["status"] != "MISSING" {
+		t.Errorf("lastMessage %v, want the MISSING placeholder at seq 3", node["lastMessage"])
+	}
+	if msgs := node["history"].(map[string]any)["messages"].([]any); len(msgs) != 3 {
+		t.Errorf("history of %d messages, want 3", len(msgs))
+	}
+	if info := page["pageInfo"].(map[string]any); info["hasNextPage"] != true || info["endCursor"] == nil {
+		t.Errorf("pageInfo %v", info)
+	}
+}
+
+// Ensure the list answers as gqlgen would: each history alias with its own arguments, and a
+// last message that cannot be read null with its error at its path, the rest of the page
+// answered.
+func TestConversationPageFieldsAndFailures(t *testing.T) {
+	convs := &countingConversations{list: []im.SeqState{
+		{ConversationID: "sg_one", MaxSeq: 30, LastTime: 2},
+		{ConversationID: "sg_two", MaxSeq: 20, LastTime: 1},
+	}}
+	query := `{ viewer { conversations { nodes { id
+		older: history(beforeSeq: 10, limit: 2) { messages { seq } hasMoreBefore }
+		newest: history(limit: 1) { messages { seq } } } } } }`
+	out := askWithChunks(t, convs, chunksNowhere{}, LoaderOptions{}, query)
+	want := `{"viewer":{"conversations":{"nodes":[` +
+		`{"id":"sg_one","older":{"messages":[{"seq":8},{"seq":9}],"hasMoreBefore":true},"newest":{"messages":[{"seq":30}]}},` +
+		`{"id":"sg_two","older":{"messages":[{"seq":8},{"seq":9}],"hasMoreBefore":true},"newest":{"messages":[{"seq":20}]}}]}}}`
+	var wantData any
+	if err := json.Unmarshal([]byte(want), &wantData); err != nil {
+		t.Fatal(err)
+	}
+	if !jsonEqual(out["data"], wantData) || out["errors"] != nil {
+		t.Fatalf("answer %v, errors %v; want data %s", out["data"], out["errors"], want)
+	}
+
+	down := im.Errorf(im.EUNAVAILABLE, "chunks down")
+	out = askWithChunks(t, convs, chunksNowhere{err: down}, LoaderOptions{},
+		`{ viewer { conversations { nodes { id unreadCount lastMessage { seq } } } } }`)
+	nodes := out["data"].(map[string]any)["viewer"].(map[string]any)["conversations"].(map[string]any)["nodes"].([]any)
+	if len(nodes) != 2 || nodes[1].(map[string]any)["lastMessage"] != nil || nodes[1].(map[string]any)["unreadCount"] != float64(20) {
+		t.Fatalf("nodes %v: want both, lastMessage null", nodes)
+	}
+	errs, _ := out["errors"].([]any)
+	if len(errs) != 2 {
+		t.Fatalf("errors %v, want one for each node's lastMessage", out["errors"])
+	}
+	first := errs[0].(map[string]any)
+	path, _ := json.Marshal(first["path"])
+	if string(path) != `["viewer","conversations","nodes",0,"lastMessage"]` || !strings.Contains(errorCodes(out), "UNAVAILABLE") {
+		t.Fatalf("error %v, want UNAVAILABLE at viewer.conversations.nodes.0.lastMessage", first)
+	}
 }

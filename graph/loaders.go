@@ -312,6 +312,14 @@ func (t batchObserver[K, V]) TraceBatch(ctx context.Context, keys []K) (context.
 	return ctx, func([]*dataloader.Result[V]) {}
 }
 
+type siblingsKey struct{}
+
+// withSiblings marks ctx as one of several callers a resolver runs side by side (the pages
+// of a conversation list's nodes): they are not lone, whatever the query's shape.
+func withSiblings(ctx context.Context) context.Context {
+	return context.WithValue(ctx, siblingsKey{}, true)
+}
+
 // lone reports whether the resolver asking through ctx is alone on its path through the
 // query: on no element of a list, and, at every level from the root down to it, the only
 // field of its selection set (__typename aside). Then no other resolver of the request runs
@@ -320,7 +328,7 @@ func (t batchObserver[K, V]) TraceBatch(ctx context.Context, keys []K) (context.
 // a key. Outside a GraphQL field (no field context) it is not lone: other callers may exist.
 func lone(ctx context.Context) bool {
 	fc := graphql.GetFieldContext(ctx)
-	if fc == nil || !graphql.HasOperationContext(ctx) {
+	if fc == nil || !graphql.HasOperationContext(ctx) || ctx.Value(siblingsKey{}) != nil {
 		return false
 	}
 	for p := fc; p != nil; p = p.Parent {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
 )
 
@@ -26,6 +27,8 @@ type countingConversations struct {
 	states     [][]string
 	failStates error
 	panicRead  bool
+	// list is the viewer's conversation list (UserConversations).
+	list []im.SeqState
 }
 
 func (c *countingConversations) ParseConversationID(id string) (im.Conversation, error) {
@@ -61,7 +64,7 @@ func (c *countingConversations) States(_ context.Context, _ string, ids []string
 }
 
 func (c *countingConversations) UserConversations(context.Context, string) ([]im.SeqState, error) {
-	return nil, nil
+	return c.list, nil
 }
 
 // batchSizes are the sizes of batches, smallest first.
@@ -79,7 +82,13 @@ var loaderTestSecret = []byte("loader-test-secret")
 // askAs runs query through the gateway's handler over convs, as alice, and returns its answer.
 func askAs(t *testing.T, convs ConversationSource, o LoaderOptions, query string) map[string]any {
 	t.Helper()
-	h := NewHandler(&Resolver{Conversations: convs}, HandlerOptions{JWTSecret: loaderTestSecret, Loaders: o, RateLimit: -1, Logger: slog.New(slog.DiscardHandler)})
+	return askWithChunks(t, convs, nil, o, query)
+}
+
+// askWithChunks is askAs with a chunk source.
+func askWithChunks(t *testing.T, convs ConversationSource, chunks history.ChunkSource, o LoaderOptions, query string) map[string]any {
+	t.Helper()
+	h := NewHandler(&Resolver{Conversations: convs, Chunks: chunks}, HandlerOptions{JWTSecret: loaderTestSecret, Loaders: o, RateLimit: -1, Logger: slog.New(slog.DiscardHandler)})
 	token, err := auth.Issue(loaderTestSecret, "alice", false, time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)
