@@ -3,6 +3,8 @@ package graph
 import (
 	"context"
 	"net/http"
+	"reflect"
+	"strings"
 	gosync "sync"
 	"time"
 
@@ -322,7 +324,7 @@ func withSiblings(ctx context.Context) context.Context {
 
 // lone reports whether the resolver asking through ctx is alone on its path through the
 // query: on no element of a list, and, at every level from the root down to it, the only
-// field of its selection set (__typename aside). Then no other resolver of the request runs
+// field of its selection set that has a resolver. Then no other resolver of the request runs
 // beside it, and no sibling could join its batch: waiting for one would only add the wait to
 // the answer. It is decided from the query alone, so a lone caller never races a sibling for
 // a key. Outside a GraphQL field (no field context) it is not lone: other callers may exist.
@@ -355,9 +357,10 @@ func lone(ctx context.Context) bool {
 		if fc.Field.ObjectDefinition == nil {
 			return false
 		}
+		typ := fc.Field.ObjectDefinition.Name
 		n := 0
-		for _, f := range graphql.CollectFields(oc, siblings, []string{fc.Field.ObjectDefinition.Name}) {
-			if f.Name != "__typename" {
+		for _, f := range graphql.CollectFields(oc, siblings, []string{typ}) {
+			if resolvedFields[typ][strings.ToLower(f.Name)] {
 				n++
 			}
 		}
@@ -367,3 +370,22 @@ func lone(ctx context.Context) bool {
 	}
 	return true
 }
+
+// resolvedFields are, by GraphQL type, the fields gqlgen resolves through a resolver (lower
+// case), read from the generated resolver interfaces (ResolverRoot's XResolver for type X).
+// Only a resolver asks the request's loaders; a field bound to the model (id, a message's
+// fields) reads what its parent already holds, so it is no sibling to wait for.
+var resolvedFields = func() map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	root := reflect.TypeFor[ResolverRoot]()
+	for i := range root.NumMethod() {
+		m := root.Method(i)
+		fields := map[string]bool{}
+		resolver := m.Type.Out(0)
+		for j := range resolver.NumMethod() {
+			fields[strings.ToLower(resolver.Method(j).Name)] = true
+		}
+		out[m.Name] = fields
+	}
+	return out
+}()

@@ -118,11 +118,12 @@ func TestLoneResolverDoesNotWaitForSiblings(t *testing.T) {
 		observed = append(observed, loader+":"+strings.Repeat("k", keys))
 	}}
 	began := time.Now()
-	out := askAs(t, &convs, o, `{ conversation(id: "c12") { __typename unreadCount } }`)
+	// id and __typename are siblings without a resolver: nothing they do can join a batch.
+	out := askAs(t, &convs, o, `{ conversation(id: "c12") { __typename id unreadCount } }`)
 	if took := time.Since(began); took > 30*time.Second {
 		t.Fatalf("the query took %s: it waited for siblings that never came", took)
 	}
-	want := map[string]any{"conversation": map[string]any{"__typename": "Conversation", "unreadCount": float64(3)}}
+	want := map[string]any{"conversation": map[string]any{"__typename": "Conversation", "id": "c12", "unreadCount": float64(3)}}
 	if got := out["data"]; !jsonEqual(got, want) {
 		t.Fatalf("answer %v, want data %v", out, want)
 	}
@@ -152,6 +153,14 @@ func TestSiblingResolversShareOneBatch(t *testing.T) {
 	}
 	if !slices.Equal(batchSizes(convs.canRead), []int{2}) || !slices.Equal(batchSizes(convs.states), []int{2}) {
 		t.Fatalf("access batches %v, state batches %v: want one of c1 and c22 each", convs.canRead, convs.states)
+	}
+
+	// Two fields of one conversation that both read its state are siblings with resolvers:
+	// they share the dataloader's batch instead of each sending its own.
+	var pair countingConversations
+	askAs(t, &pair, LoaderOptions{Wait: 200 * time.Millisecond}, `{ conversation(id: "c1") { id unreadCount maxSeq } }`)
+	if len(pair.states) != 1 {
+		t.Fatalf("state batches %v, want one for both fields", pair.states)
 	}
 
 	var small countingConversations
