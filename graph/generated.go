@@ -6266,7 +6266,7 @@ func (ec *executionContext) marshalNConversationConnection2ᚖgithubᚗcomᚋmsg
 		graphql.AddInvalidNullError(ctx, "ConversationConnection!")
 		return graphql.Null
 	}
-	return ec._ConversationConnection(ctx, sel, v)
+	return graphql.WrapContextMarshaler(ctx, v)
 }
 
 func (ec *executionContext) unmarshalNConversationKind2githubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐConversationKind(ctx context.Context, v any) (model.ConversationKind, error) {

@@ -3,8 +3,13 @@ package graph
 import (
 	"context"
 	"net/http"
+	"reflect"
+	"strings"
 	gosync "sync"
 	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/graph-gophers/dataloader/v7"
 
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
@@ -16,9 +21,9 @@ import (
 // conversations and seqs the request touches. They live for one request only, so their
 // memoised answers never go stale and one caller's context never leaks into another's batch.
 type Loaders struct {
-	chunks *batcher[history.ChunkRef, *im.Chunk]
-	states *batcher[string, im.SeqState]
-	access *batcher[string, bool]
+	chunks *requestLoader[history.ChunkRef, *im.Chunk]
+	states *requestLoader[string, im.SeqState]
+	access *requestLoader[string, bool]
 
 	// convs answers for the conversations: their ID rules, and the viewer's conversation list
 	// with states, read at most once per request however many fields (totalUnread,
@@ -37,7 +42,7 @@ func (l *Loaders) viewerConversations(ctx context.Context) ([]im.SeqState, error
 	l.listOnce.Do(func() {
 		l.list, l.listErr = l.convs.UserConversations(ctx, l.viewer)
 		for _, st := range l.list {
-			l.states.Prime(st.ConversationID, st)
+			l.states.Prime(ctx, st.ConversationID, st)
 		}
 	})
 	return l.list, l.listErr
@@ -74,17 +79,16 @@ func (l *Loaders) LoadState(ctx context.Context, conversationID string) (im.SeqS
 
 // LoaderOptions tunes the loaders. The zero value is usable.
 type LoaderOptions struct {
-	// Wait is the longest a loader keeps a batch open after its first key, for sibling
-	// resolvers, which gqlgen runs concurrently, to join it. Default 2ms.
+	// Wait is how long a loader keeps a batch open after its first key, for sibling
+	// resolvers, which gqlgen runs concurrently, to join it (dataloader.WithWait). A resolver
+	// with no sibling that could join (alone on its path through the query) does not wait.
+	// Default 2ms.
 	Wait time.Duration
-	// Quiet sends a batch early, once no key has joined it for this long: by then every
-	// sibling that was going to ask has asked. Default 250µs: well above the time gqlgen takes
-	// from one sibling's resolver to the next, far below Wait.
-	Quiet time.Duration
-	// MaxBatch bounds the keys of one batch (one $in query). Default 1000.
+	// MaxBatch bounds the keys of one batch (one $in query; dataloader.WithBatchCapacity).
+	// Default 1000.
 	MaxBatch int
 	// ObserveBatch, when set, is told each batch's loader ("chunks", "states", "access") and
-	// number of keys; the server feeds it to metrics.
+	// number of keys; the server feeds it to metrics (through the loaders' tracer).
 	ObserveBatch func(loader string, keys int)
 }
 
@@ -92,10 +96,6 @@ func (o LoaderOptions) withDefaults() LoaderOptions {
 	if o.Wait == 0 {
 		o.Wait = 2 * time.Millisecond
 	}
-	if o.Quiet == 0 {
-		o.Quiet = 250 * time.Microsecond
-	}
-	o.Quiet = min(o.Quiet, o.Wait)
 	if o.MaxBatch == 0 {
 		o.MaxBatch = 1000
 	}
@@ -109,11 +109,11 @@ func NewLoaders(chunks history.ChunkSource, convs ConversationSource, viewer str
 		source: chunks,
 		convs:  convs,
 		viewer: viewer,
-		chunks: newBatcher(o, "chunks", chunkBatch(chunks)),
-		states: newBatcher(o, "states", func(ctx context.Context, ids []string) ([]im.SeqState, error) {
+		chunks: newRequestLoader(o, "chunks", chunkBatch(chunks)),
+		states: newRequestLoader(o, "states", func(ctx context.Context, ids []string) ([]im.SeqState, error) {
 			return convs.States(ctx, viewer, ids)
 		}),
-		access: newBatcher(o, "access", func(ctx context.Context, ids []string) ([]bool, error) {
+		access: newRequestLoader(o, "access", func(ctx context.Context, ids []string) ([]bool, error) {
 			return convs.CanRead(ctx, viewer, ids)
 		}),
 	}
@@ -159,3 +159,233 @@ func withLoaders(r *Resolver, o HandlerOptions, next http.Handler) http.Handler 
 		next.ServeHTTP(w, req.WithContext(ctx))
 	})
 }
+
+// requestLoader is one kind of data's dataloader for one request, and the batch function
+// behind it. gqlgen resolves sibling fields on goroutines of their own, so a key cannot know
+// whether siblings will follow: the dataloader keeps each batch open for Wait. A resolver that
+// is alone on its path through the query (lone) has no sibling to wait for, so its keys go to
+// the batch function at once, and their answers are primed into the dataloader's cache, where
+// any later ask in the request finds them as if the dataloader had fetched them.
+type requestLoader[K comparable, V any] struct {
+	loader *dataloader.Loader[K, V]
+	cache  *dataloader.InMemoryCache[K, V]
+	tracer dataloader.Tracer[K, V]
+	batch  dataloader.BatchFunc[K, V]
+}
+
+func newRequestLoader[K comparable, V any](o LoaderOptions, name string, fetch func(context.Context, []K) ([]V, error)) *requestLoader[K, V] {
+	rl := &requestLoader[K, V]{
+		cache:  dataloader.NewCache[K, V](),
+		tracer: batchObserver[K, V]{name: name, observe: o.ObserveBatch},
+		batch:  alignedBatch(name, fetch),
+	}
+	rl.loader = dataloader.NewBatchedLoader(rl.batch,
+		dataloader.WithWait[K, V](o.Wait),
+		dataloader.WithBatchCapacity[K, V](o.MaxBatch),
+		// The input queue must take a whole batch: a full queue would block the caller that
+		// holds the loader's lock.
+		dataloader.WithInputCapacity[K, V](o.MaxBatch),
+		dataloader.WithCache[K, V](rl.cache),
+		dataloader.WithTracer[K, V](rl.tracer))
+	return rl
+}
+
+// Load returns key's answer.
+func (rl *requestLoader[K, V]) Load(ctx context.Context, key K) (V, error) {
+	// A primed key (a conversation of the viewer's list) is answered before anything else:
+	// deciding lone walks the resolver's context, which costs more than the answer.
+	if thunk, ok := rl.cache.Get(ctx, key); ok {
+		return thunk()
+	}
+	if lone(ctx) {
+		vals, err := rl.loadNow(ctx, []K{key})
+		if err != nil {
+			var zero V
+			return zero, err
+		}
+		return vals[0], nil
+	}
+	return rl.loader.Load(ctx, key)()
+}
+
+// LoadMany returns the answers of keys, aligned with them; the first error fails them all.
+func (rl *requestLoader[K, V]) LoadMany(ctx context.Context, keys []K) ([]V, error) {
+	if lone(ctx) {
+		return rl.loadNow(ctx, keys)
+	}
+	vals, errs := rl.loader.LoadMany(ctx, keys)()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return vals, nil
+}
+
+// loadNow answers keys from the cache, and the rest with one call of the batch function,
+// whose answers it primes into the cache. Only for a lone caller: nothing else of the request
+// asks the loader meanwhile, so a key cannot be fetched twice.
+func (rl *requestLoader[K, V]) loadNow(ctx context.Context, keys []K) ([]V, error) {
+	out := make([]V, len(keys))
+	var missing []K
+	var at []int
+	for i, k := range keys {
+		if thunk, ok := rl.cache.Get(ctx, k); ok {
+			v, err := thunk()
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+			continue
+		}
+		missing, at = append(missing, k), append(at, i)
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	bctx, finish := rl.tracer.TraceBatch(ctx, missing)
+	results := rl.batch(bctx, missing)
+	finish(results)
+	for j, r := range results {
+		if r.Error != nil {
+			return nil, r.Error
+		}
+		out[at[j]] = r.Data
+		rl.loader.Prime(ctx, missing[j], r.Data)
+	}
+	return out, nil
+}
+
+// Prime records key's answer, known from elsewhere, unless it was asked for already.
+func (rl *requestLoader[K, V]) Prime(ctx context.Context, key K, v V) {
+	rl.loader.Prime(ctx, key, v)
+}
+
+// Replace records key's answer in place of any earlier one: what a mutation just wrote is
+// newer than what the request read before it.
+func (rl *requestLoader[K, V]) Replace(ctx context.Context, key K, v V) {
+	rl.loader.Clear(ctx, key).Prime(ctx, key, v)
+}
+
+// alignedBatch adapts an aligned batch function to the dataloader's result shape: one error
+// fails every key of the batch, as a store failure must never read as "no data"; so does a
+// panic (a bug), as gqlgen turns a resolver's panic into an error, never a crash.
+func alignedBatch[K comparable, V any](name string, fetch func(context.Context, []K) ([]V, error)) dataloader.BatchFunc[K, V] {
+	return func(ctx context.Context, keys []K) (out []*dataloader.Result[V]) {
+		fail := func(err error) []*dataloader.Result[V] {
+			out := make([]*dataloader.Result[V], len(keys))
+			for i := range out {
+				out[i] = &dataloader.Result[V]{Error: err}
+			}
+			return out
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				out = fail(im.Errorf(im.EINTERNAL, "%s loader: %v", name, r))
+			}
+		}()
+		vals, err := fetch(ctx, keys)
+		if err == nil && len(vals) != len(keys) {
+			err = im.Errorf(im.EINTERNAL, "%s loader: batch answered %d of %d keys", name, len(vals), len(keys))
+		}
+		if err != nil {
+			return fail(err)
+		}
+		out = make([]*dataloader.Result[V], len(keys))
+		for i, v := range vals {
+			out[i] = &dataloader.Result[V]{Data: v}
+		}
+		return out
+	}
+}
+
+// batchObserver is the loaders' tracer: it tells LoaderOptions.ObserveBatch of every batch,
+// the dataloader's and the ones a lone caller sends directly.
+type batchObserver[K comparable, V any] struct {
+	dataloader.NoopTracer[K, V]
+	name    string
+	observe func(loader string, keys int)
+}
+
+func (t batchObserver[K, V]) TraceBatch(ctx context.Context, keys []K) (context.Context, dataloader.TraceBatchFinishFunc[V]) {
+	if t.observe != nil {
+		t.observe(t.name, len(keys))
+	}
+	return ctx, func([]*dataloader.Result[V]) {}
+}
+
+type siblingsKey struct{}
+
+// withSiblings marks ctx as one of several callers a resolver runs side by side (the pages
+// of a conversation list's nodes): they are not lone, whatever the query's shape.
+func withSiblings(ctx context.Context) context.Context {
+	return context.WithValue(ctx, siblingsKey{}, true)
+}
+
+// lone reports whether the resolver asking through ctx is alone on its path through the
+// query: on no element of a list, and, at every level from the root down to it, the only
+// field of its selection set that has a resolver. Then no other resolver of the request runs
+// beside it, and no sibling could join its batch: waiting for one would only add the wait to
+// the answer. It is decided from the query alone, so a lone caller never races a sibling for
+// a key. Outside a GraphQL field (no field context) it is not lone: other callers may exist.
+func lone(ctx context.Context) bool {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil || !graphql.HasOperationContext(ctx) || ctx.Value(siblingsKey{}) != nil {
+		return false
+	}
+	for p := fc; p != nil; p = p.Parent {
+		if p.Index != nil {
+			return false
+		}
+	}
+	oc := graphql.GetOperationContext(ctx)
+	if oc.Operation == nil {
+		return false
+	}
+	for ; fc != nil; fc = fc.Parent {
+		if fc.Field.Field == nil {
+			continue
+		}
+		parent := fc.Parent
+		for parent != nil && parent.Field.Field == nil {
+			parent = parent.Parent
+		}
+		siblings := oc.Operation.SelectionSet
+		if parent != nil {
+			siblings = parent.Field.Selections
+		}
+		if fc.Field.ObjectDefinition == nil {
+			return false
+		}
+		typ := fc.Field.ObjectDefinition.Name
+		n := 0
+		for _, f := range graphql.CollectFields(oc, siblings, []string{typ}) {
+			if resolvedFields[typ][strings.ToLower(f.Name)] {
+				n++
+			}
+		}
+		if n > 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// resolvedFields are, by GraphQL type, the fields gqlgen resolves through a resolver (lower
+// case), read from the generated resolver interfaces (ResolverRoot's XResolver for type X).
+// Only a resolver asks the request's loaders; a field bound to the model (id, a message's
+// fields) reads what its parent already holds, so it is no sibling to wait for.
+var resolvedFields = func() map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	root := reflect.TypeFor[ResolverRoot]()
+	for i := range root.NumMethod() {
+		m := root.Method(i)
+		fields := map[string]bool{}
+		resolver := m.Type.Out(0)
+		for j := range resolver.NumMethod() {
+			fields[strings.ToLower(resolver.Method(j).Name)] = true
+		}
+		out[m.Name] = fields
+	}
+	return out
+}()

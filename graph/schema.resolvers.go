@@ -106,7 +106,7 @@ func (r *viewerResolver) TotalUnread(ctx context.Context, obj *model.Viewer) (in
 
 // Conversations is the resolver for the conversations field.
 func (r *viewerResolver) Conversations(ctx context.Context, obj *model.Viewer, first *int, after *string) (*model.ConversationConnection, error) {
-	return conversationPage(ctx, first, after)
+	return r.conversationPage(ctx, first, after)
 }
 
 // Conversation returns ConversationResolver implementation.

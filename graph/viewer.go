@@ -5,9 +5,15 @@ import (
 	"encoding/base64"
 	"strconv"
 	"strings"
+	gosync "sync"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/msggate/msggate/graph/model"
 	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
 )
 
@@ -39,8 +45,11 @@ func totalUnread(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// conversationPage answers Viewer.conversations: newest activity first, cursor-paged.
-func conversationPage(ctx context.Context, first *int, after *string) (*model.ConversationConnection, error) {
+// conversationPage answers Viewer.conversations: newest activity first, cursor-paged. The page
+// writes its own JSON (model.ConversationConnection), so every field its nodes select is
+// resolved here, for all nodes at once: the states come with the list, the last messages in
+// one read, each history field's pages side by side so that their chunk reads share a batch.
+func (r *Resolver) conversationPage(ctx context.Context, first *int, after *string) (*model.ConversationConnection, error) {
 	n, err := pageSize("first", first, defaultConversationPage, maxConversationPage)
 	if err != nil {
 		return nil, err
@@ -49,17 +58,128 @@ func conversationPage(ctx context.Context, first *int, after *string) (*model.Co
 	if err != nil {
 		return nil, err
 	}
-	list, err := loadersFrom(ctx).viewerConversations(ctx)
+	l := loadersFrom(ctx)
+	list, err := l.viewerConversations(ctx)
 	if err != nil {
 		return nil, err
 	}
 	p := pageOf(list, n, cursor)
-	return &model.ConversationConnection{Nodes: p.nodes,
-		PageInfo: &model.PageInfo{EndCursor: p.endCursor, HasNextPage: p.hasMore}}, nil
+	out := &model.ConversationConnection{Nodes: p.nodes, Resolved: make([]model.ConversationNode, len(p.states)),
+		PageInfo: &model.PageInfo{EndCursor: p.endCursor, HasNextPage: p.hasMore}}
+	ids := make([]string, len(p.states))
+	for i, st := range p.states {
+		conv, err := l.convs.ParseConversationID(st.ConversationID)
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = st.ConversationID
+		out.Resolved[i] = model.ConversationNode{ID: st.ConversationID, Kind: kindOf(conv.Kind), MaxSeq: st.MaxSeq,
+			MinSeq: st.VisibleMin(), ReadSeq: st.ReadSeq, UnreadCount: st.Unread()}
+	}
+	lastMessage, histories := nodeFieldsSelected(ctx)
+	if len(ids) == 0 || !lastMessage && len(histories) == 0 {
+		return out, nil
+	}
+	h, err := r.historyOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if lastMessage {
+		views, err := h.LastMessages(ctx, ids)
+		for i := range out.Resolved {
+			switch {
+			case err != nil:
+				out.Resolved[i].LastMessageErr = err
+			case views[i] != nil:
+				out.Resolved[i].LastMessage = messageOf(*views[i])
+			}
+		}
+	}
+	for _, f := range histories {
+		if err := historiesOf(ctx, h, f, out.Resolved); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// nodeFieldsSelected tells which of the page's node fields need reads: whether lastMessage is
+// selected, and each history field.
+func nodeFieldsSelected(ctx context.Context) (lastMessage bool, histories []graphql.CollectedField) {
+	fc := graphql.GetFieldContext(ctx)
+	oc := graphql.GetOperationContext(ctx)
+	for _, f := range graphql.CollectFields(oc, fc.Field.Selections, []string{"ConversationConnection"}) {
+		if f.Name != "nodes" {
+			continue
+		}
+		for _, nf := range graphql.CollectFields(oc, f.Selections, []string{"Conversation"}) {
+			switch nf.Name {
+			case "lastMessage":
+				lastMessage = true
+			case "history":
+				histories = append(histories, nf)
+			}
+		}
+	}
+	return lastMessage, histories
+}
+
+// historiesOf reads the history field f of every node. The nodes' pages are read side by side
+// (as gqlgen would resolve them), so that their chunk reads share the loaders' batches. A
+// failure fails the page at the field that failed: history is not nullable, and neither is
+// anything above it up to the data.
+func historiesOf(ctx context.Context, h history.Reader, f graphql.CollectedField, nodes []model.ConversationNode) error {
+	args := f.ArgumentMap(graphql.GetOperationContext(ctx).Variables)
+	var q history.PageQuery
+	for name, dst := range map[string]**int64{"beforeSeq": &q.BeforeSeq, "afterSeq": &q.AfterSeq} {
+		if v, ok := args[name]; ok && v != nil {
+			n, err := model.UnmarshalInt64(v)
+			if err != nil {
+				return err
+			}
+			*dst = &n
+		}
+	}
+	if v, ok := args["limit"]; ok && v != nil {
+		n, err := model.UnmarshalInt(v)
+		if err != nil {
+			return err
+		}
+		q.Limit = &n
+	}
+	pages := make([]*model.History, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg gosync.WaitGroup
+	siblings := withSiblings(ctx)
+	for i := range nodes {
+		wg.Go(func() {
+			p, err := h.Page(siblings, nodes[i].ID, q)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			pages[i] = &model.History{Messages: messagesOf(p.Messages), HasMoreBefore: p.HasMoreBefore, HasMoreAfter: p.HasMoreAfter}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			path := append(graphql.GetFieldContext(ctx).Path(), ast.PathName("nodes"), ast.PathIndex(i), ast.PathName(f.Alias))
+			return &gqlerror.Error{Err: err, Message: err.Error(), Path: path}
+		}
+	}
+	for i := range nodes {
+		if nodes[i].Histories == nil {
+			nodes[i].Histories = map[*ast.Field]*model.History{}
+		}
+		nodes[i].Histories[f.Field] = pages[i]
+	}
+	return nil
 }
 
 // conversationListPage is one page of a conversation list in activity order.
 type conversationListPage struct {
+	states    []im.SeqState
 	nodes     []*model.Conversation
 	endCursor *string
 	hasMore   bool
@@ -90,7 +210,7 @@ func pageOf(list []im.SeqState, n int, after listCursor) conversationListPage {
 		start++
 	}
 	end := min(start+n, len(list))
-	p := conversationListPage{nodes: make([]*model.Conversation, 0, end-start), hasMore: end < len(list)}
+	p := conversationListPage{states: list[start:end], nodes: make([]*model.Conversation, 0, end-start), hasMore: end < len(list)}
 	for _, st := range list[start:end] {
 		p.nodes = append(p.nodes, &model.Conversation{ID: st.ConversationID})
 	}

@@ -85,38 +85,43 @@ func (h *History) MarshalGQLContext(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	return writeBuffered(w, func(b []byte) ([]byte, error) {
-		b = append(b, '{')
-		for i, f := range graphql.CollectFields(oc, sel, historyTypes) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendKey(b, f.Alias)
-			switch f.Name {
-			case "__typename":
-				b = appendString(b, "History")
-			case "hasMoreBefore":
-				b = strconv.AppendBool(b, h.HasMoreBefore)
-			case "hasMoreAfter":
-				b = strconv.AppendBool(b, h.HasMoreAfter)
-			case "messages":
-				fields := graphql.CollectFields(oc, f.Selections, messageTypes)
-				b = append(b, '[')
-				for j, m := range h.Messages {
-					if j > 0 {
-						b = append(b, ',')
-					}
-					var err error
-					if b, err = appendMessage(b, oc, fields, m); err != nil {
-						return nil, err
-					}
-				}
-				b = append(b, ']')
-			default:
-				return nil, unknownField("History", f.Name)
-			}
-		}
-		return append(b, '}'), nil
+		return appendHistory(b, oc, graphql.CollectFields(oc, sel, historyTypes), h)
 	})
+}
+
+// appendHistory appends h with the given fields (collected for the History type).
+func appendHistory(b []byte, oc *graphql.OperationContext, fields []graphql.CollectedField, h *History) ([]byte, error) {
+	b = append(b, '{')
+	for i, f := range fields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendKey(b, f.Alias)
+		switch f.Name {
+		case "__typename":
+			b = appendString(b, "History")
+		case "hasMoreBefore":
+			b = strconv.AppendBool(b, h.HasMoreBefore)
+		case "hasMoreAfter":
+			b = strconv.AppendBool(b, h.HasMoreAfter)
+		case "messages":
+			fields := graphql.CollectFields(oc, f.Selections, messageTypes)
+			b = append(b, '[')
+			for j, m := range h.Messages {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				var err error
+				if b, err = appendMessage(b, oc, fields, m); err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		default:
+			return nil, unknownField("History", f.Name)
+		}
+	}
+	return append(b, '}'), nil
 }
 
 // UnmarshalGQLContext refuses: History is an output type.

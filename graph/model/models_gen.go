@@ -9,11 +9,6 @@ import (
 	"strconv"
 )
 
-type ConversationConnection struct {
-	Nodes    []*Conversation `json:"nodes"`
-	PageInfo *PageInfo       `json:"pageInfo"`
-}
-
 type Group struct {
 	ID      string         `json:"id"`
 	Members []*GroupMember `json:"members"`

@@ -44,12 +44,15 @@ const (
 	baselineHistoryKey = "bench:baseline:history"
 	baselineConvPrefix = "bench:baseline:conversation:"
 	baselineMsgPrefix  = "bench:baseline:message:"
+	// The OpenIM pages' records: the same handlers over what the OpenIM gateway answered.
+	baselineOpenIMHistoryKey = "bench:baseline:openim:history"
+	baselineOpenIMConvPrefix = "bench:baseline:openim:conversation:"
 )
 
 // historyBaseline answers the history page: GET of one key holding the page's messages.
-func historyBaseline(rdb *respPool) http.Handler {
+func historyBaseline(rdb *respPool, key string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		vals, err := rdb.do("GET", baselineHistoryKey)
+		vals, err := rdb.do("GET", key)
 		if err != nil || len(vals) != 1 || vals[0] == nil {
 			http.Error(w, fmt.Sprint("baseline: ", err), http.StatusServiceUnavailable)
 			return

@@ -8,23 +8,24 @@ import (
 	"time"
 )
 
-// Ensure a short bench run measures every scenario without errors, after checking that each
-// baseline answers the same JSON as the gateway, and prints the ratios.
+// Ensure a short bench run measures every scenario, the OpenIM mode ones too, without errors,
+// after checking that each baseline answers the same JSON as the gateway, and prints the
+// ratios.
 func TestBenchRun(t *testing.T) {
 	var out bytes.Buffer
 	r, err := Run(context.Background(), Options{Duration: 300 * time.Millisecond, Rounds: 1, Concurrency: 4, ColdRequests: 3, Dir: t.TempDir(), Out: &out})
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out.String())
 	}
-	if len(r.Rows) != 7 {
-		t.Fatalf("%d rows, want 7 (3 scenarios × gateway and baseline, and the cold page)\n%s", len(r.Rows), out.String())
+	if len(r.Rows) != 11 {
+		t.Fatalf("%d rows, want 11 (5 scenarios, 2 of them in OpenIM mode, × gateway and baseline, and the cold page)\n%s", len(r.Rows), out.String())
 	}
 	for _, row := range r.Rows {
 		if row.Requests == 0 || row.Errors != 0 || row.P50 <= 0 || row.P99 < row.P50 {
 			t.Errorf("%s / %s: %+v", row.Scenario, row.Handler, row)
 		}
 	}
-	if len(r.Ratios) != 3 {
+	if len(r.Ratios) != 5 {
 		t.Errorf("ratios: %v, want one per warm scenario", r.Ratios)
 	}
 	for name, ratio := range r.Ratios {

@@ -85,6 +85,27 @@ func graphQLBody(query string, vars map[string]any) []byte {
 
 // writeBaselines stores the baselines' records, taken from the gateway's own answers.
 func writeBaselines(rdb *respPool, history, messages, list []byte) (msgKeys, convKeys []string, err error) {
+	if err := writeHistoryRecord(rdb, baselineHistoryKey, history); err != nil {
+		return nil, nil, err
+	}
+	if msgKeys, err = writeRecords(rdb, baselineMsgPrefix, messages, func(data json.RawMessage) ([]json.RawMessage, error) {
+		var m struct{ Messages []json.RawMessage }
+		err := json.Unmarshal(data, &m)
+		return m.Messages, err
+	}); err != nil {
+		return nil, nil, err
+	}
+	if convKeys, err = writeListRecords(rdb, baselineConvPrefix, list); err != nil {
+		return nil, nil, err
+	}
+	if len(msgKeys) != 100 || len(convKeys) != 20 {
+		return nil, nil, fmt.Errorf("the gateway answered %d messages and %d conversations, want 100 and 20", len(msgKeys), len(convKeys))
+	}
+	return msgKeys, convKeys, nil
+}
+
+// writeHistoryRecord stores the history page's messages, from the gateway's answer, at key.
+func writeHistoryRecord(rdb *respPool, key string, answer []byte) error {
 	var h struct {
 		Data struct {
 			Conversation struct {
@@ -92,42 +113,47 @@ func writeBaselines(rdb *respPool, history, messages, list []byte) (msgKeys, con
 			}
 		}
 	}
-	if err := json.Unmarshal(history, &h); err != nil {
-		return nil, nil, err
+	if err := json.Unmarshal(answer, &h); err != nil {
+		return err
 	}
-	if _, err := rdb.do("SET", baselineHistoryKey, string(h.Data.Conversation.History.Messages)); err != nil {
-		return nil, nil, err
-	}
-	var m struct {
-		Data struct{ Messages []json.RawMessage }
-	}
-	if err := json.Unmarshal(messages, &m); err != nil {
-		return nil, nil, err
-	}
-	set := []string{"MSET"}
-	for i, raw := range m.Data.Messages {
-		key := fmt.Sprintf("%s%d", baselineMsgPrefix, i)
-		msgKeys = append(msgKeys, key)
-		set = append(set, key, string(raw))
-	}
-	var l struct {
-		Data struct {
+	_, err := rdb.do("SET", key, string(h.Data.Conversation.History.Messages))
+	return err
+}
+
+// writeListRecords stores the list page's conversations, from the gateway's answer, one key
+// each under prefix, and returns the keys.
+func writeListRecords(rdb *respPool, prefix string, answer []byte) ([]string, error) {
+	return writeRecords(rdb, prefix, answer, func(data json.RawMessage) ([]json.RawMessage, error) {
+		var l struct {
 			Viewer struct {
 				Conversations struct{ Nodes []json.RawMessage }
 			}
 		}
+		err := json.Unmarshal(data, &l)
+		return l.Viewer.Conversations.Nodes, err
+	})
+}
+
+// writeRecords stores the records records takes out of answer's data, one key each under
+// prefix, with one MSET, and returns the keys.
+func writeRecords(rdb *respPool, prefix string, answer []byte, records func(json.RawMessage) ([]json.RawMessage, error)) ([]string, error) {
+	var a struct{ Data json.RawMessage }
+	if err := json.Unmarshal(answer, &a); err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(list, &l); err != nil {
-		return nil, nil, err
+	recs, err := records(a.Data)
+	if err != nil {
+		return nil, err
 	}
-	for i, raw := range l.Data.Viewer.Conversations.Nodes {
-		key := fmt.Sprintf("%s%d", baselineConvPrefix, i)
-		convKeys = append(convKeys, key)
-		set = append(set, key, string(raw))
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("no records under %s in %s", prefix, answer)
 	}
-	if len(msgKeys) != 100 || len(convKeys) != 20 {
-		return nil, nil, fmt.Errorf("the gateway answered %d messages and %d conversations, want 100 and 20", len(msgKeys), len(convKeys))
+	keys := make([]string, len(recs))
+	set := []string{"MSET"}
+	for i, raw := range recs {
+		keys[i] = fmt.Sprintf("%s%d", prefix, i)
+		set = append(set, keys[i], string(raw))
 	}
 	_, err = rdb.do(set...)
-	return msgKeys, convKeys, err
+	return keys, err
 }

@@ -63,6 +63,61 @@ func (r Reader) LastMessage(ctx context.Context, conversationID string) (*im.Mes
 	return &views[0], nil
 }
 
+// LastMessages is LastMessage for several conversations at once (a page of the conversation
+// list): the chunks holding their last messages are read with one call of the chunk source,
+// and the dialect's adjustment is applied once to them all. The result is aligned with
+// conversationIDs.
+func (r Reader) LastMessages(ctx context.Context, conversationIDs []string) ([]*im.MessageView, error) {
+	out := make([]*im.MessageView, len(conversationIDs))
+	var refs []ChunkRef
+	var at []int
+	var seqs []int64
+	for i, id := range conversationIDs {
+		st, err := r.States.LoadState(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if st.MaxSeq < st.VisibleMin() {
+			continue
+		}
+		refs = append(refs, ChunkRef{DocID: im.DocID(id, st.MaxSeq), Version: st.ChunksVersion})
+		at, seqs = append(at, i), append(seqs, st.MaxSeq)
+	}
+	if len(refs) == 0 {
+		return out, nil
+	}
+	var chunks []*im.Chunk
+	var err error
+	if vs, ok := r.Chunks.(VersionedChunkSource); ok {
+		chunks, err = vs.LoadChunkRefs(ctx, refs)
+	} else {
+		docIDs := make([]string, len(refs))
+		for j, ref := range refs {
+			docIDs[j] = ref.DocID
+		}
+		chunks, err = r.Chunks.LoadChunks(ctx, docIDs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(chunks) != len(refs) {
+		return nil, im.Errorf(im.EINTERNAL, "chunk source answered %d of %d chunks", len(chunks), len(refs))
+	}
+	views := make([]im.MessageView, len(refs))
+	for j, i := range at {
+		views[j] = im.ViewSlot(conversationIDs[i], seqs[j], chunks[j].Slot(seqs[j]), r.Viewer)
+	}
+	if r.Adjust != nil {
+		if err := r.Adjust(ctx, r.Chunks, r.Viewer, views); err != nil {
+			return nil, err
+		}
+	}
+	for j, i := range at {
+		out[i] = &views[j]
+	}
+	return out, nil
+}
+
 // views reads seqs and applies the viewer's view, then the dialect's adjustment. version is
 // the chunks version read with the viewer's state (im.SeqState.ChunksVersion). The result is
 // aligned with seqs.

@@ -157,3 +157,33 @@ func TestAdjustSeesEveryRead(t *testing.T) {
 		t.Fatalf("adjust error lost: %v", err)
 	}
 }
+
+// Ensure LastMessages answers each conversation as LastMessage does, with one read of the
+// chunk source for all of them, and none for conversations whose viewer may read no seq.
+func TestLastMessagesOfAPage(t *testing.T) {
+	chunks := &memChunks{}
+	chunks.putMessages("si_a_bob", 1, 3)
+	chunks.putMessages("si_c_bob", 1, 150)
+	chunks.put("si_c_bob", 150, im.Slot{Msg: msgAt(150), DelList: []string{"bob"}})
+	states := memStates{states: map[string]im.SeqState{
+		"si_a_bob": {ConversationID: "si_a_bob", MaxSeq: 3},
+		"si_b_bob": {ConversationID: "si_b_bob", MaxSeq: 5, UserMinSeq: 6}, // cleared by the viewer
+		"si_c_bob": {ConversationID: "si_c_bob", MaxSeq: 150},
+	}}
+	r := history.Reader{Viewer: "bob", Chunks: chunks, States: states}
+	got, err := r.LastMessages(context.Background(), []string{"si_a_bob", "si_b_bob", "si_c_bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0] == nil || got[0].Seq != 3 || got[0].Message.Content != "text 3" || got[1] != nil ||
+		got[2] == nil || got[2].Seq != 150 || got[2].Status != im.StatusDeleted {
+		t.Fatalf("last messages %+v", got)
+	}
+	if len(chunks.calls) != 1 || len(chunks.calls[0]) != 2 {
+		t.Fatalf("chunk reads %v, want one of the two chunks", chunks.calls)
+	}
+	chunks.err = errors.New("store down")
+	if _, err := r.LastMessages(context.Background(), []string{"si_a_bob"}); !errors.Is(err, chunks.err) {
+		t.Fatalf("failing chunks: %v", err)
+	}
+}

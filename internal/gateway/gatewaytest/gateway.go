@@ -86,10 +86,10 @@ func Config(redisURL string, mdb *testenv.MongoDB) gateway.Config {
 		JWTSecret:     Secret,
 		Introspection: true,
 		// Generous: under -race on a busy 2-core machine (the whole suite in parallel) sibling
-		// resolvers can lag each other by more than any quiet time, and a split batch would
-		// show as an extra round trip in the tests that count them. So every batch here stays
-		// open its whole 20ms; graph's batcher tests cover sending early.
-		Loaders: graph.LoaderOptions{Wait: 20 * time.Millisecond, Quiet: 20 * time.Millisecond},
+		// resolvers can lag each other by more than the default wait, and a split batch would
+		// show as an extra round trip in the tests that count them. A lone resolver does not
+		// wait at all, so the tests pay this only where siblings batch.
+		Loaders: graph.LoaderOptions{Wait: 20 * time.Millisecond},
 		// Every client of a test comes from 127.0.0.1, so one address's bucket would hold back
 		// a whole suite's requests without a valid token; the tests of that limit set it.
 		AnonymousRateLimit: -1,

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -30,9 +29,17 @@ const (
 	rocksLockTime = 11 * time.Second     // cache/redis/batch_handler.go rocksCacheTimeout
 )
 
+// TB is what a Deployment needs of its caller: a *testing.T or *testing.B, or the bench's
+// fixture, which fills a deployment outside any test.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
 // Deployment is an OpenIM deployment's MongoDB database and Redis, written as OpenIM writes.
 type Deployment struct {
-	t     testing.TB
+	t     TB
 	DB    *mongo.Database
 	Redis redis.UniversalClient
 	// Secret is the deployment's share.secret (OpenIM's default config value).
@@ -42,7 +49,7 @@ type Deployment struct {
 
 // New prepares db the way OpenIM's services do when they start: they create the indexes of
 // the collections they use (and so the collections). Nothing else is written.
-func New(t testing.TB, db *mongo.Database, rdb redis.UniversalClient) *Deployment {
+func New(t TB, db *mongo.Database, rdb redis.UniversalClient) *Deployment {
 	t.Helper()
 	d := &Deployment{t: t, DB: db, Redis: rdb, Secret: "openIM123"}
 	d.clock.Store(time.Now().UnixMilli())
@@ -76,7 +83,7 @@ func New(t testing.TB, db *mongo.Database, rdb redis.UniversalClient) *Deploymen
 
 // NewAt is New over the redis-server at addr, with a client of its own closed when the test
 // ends: for callers that hold no Redis client themselves.
-func NewAt(t testing.TB, db *mongo.Database, redisAddr string) *Deployment {
+func NewAt(t TB, db *mongo.Database, redisAddr string) *Deployment {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	t.Cleanup(func() { _ = rdb.Close() })

@@ -1,0 +1,180 @@
+package model
+
+import (
+	"context"
+	"io"
+	"strconv"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
+
+// ConversationConnection writes its own JSON, as History does, for the same reason: gqlgen's
+// generic path resolved each conversation of a page on a goroutine of its own, and each of its
+// fields that has a resolver on another (a page of 20 with unreadCount and lastMessage: 60
+// goroutines, each growing its stack through the read path), which cost several times what
+// the page's data does. The resolver fills every node with what the query selected
+// (graph's conversationPage); this writes it.
+
+// ConversationConnection is one page of the viewer's conversation list. Nodes and PageInfo
+// are the schema's fields, which gqlgen binds; Resolved holds, aligned with Nodes, what the
+// query selected of each node, and is what the writer writes.
+type ConversationConnection struct {
+	Nodes    []*Conversation
+	PageInfo *PageInfo
+	Resolved []ConversationNode
+}
+
+// ConversationNode is one conversation of a page, with the fields the query selected resolved.
+type ConversationNode struct {
+	ID                                   string
+	Kind                                 ConversationKind
+	MaxSeq, MinSeq, ReadSeq, UnreadCount int64
+	// LastMessage is nil when the viewer may read no seq; LastMessageErr, when set, is what
+	// reading it failed with: that field alone answers null and the error, as lastMessage is
+	// nullable.
+	LastMessage    *Message
+	LastMessageErr error
+	// Histories are the node's history pages, one for each history field the query selected
+	// (aliases may ask several), by that field.
+	Histories map[*ast.Field]*History
+}
+
+var (
+	connectionTypes   = []string{"ConversationConnection"}
+	conversationTypes = []string{"Conversation"}
+	pageInfoTypes     = []string{"PageInfo"}
+)
+
+// MarshalGQLContext writes the fields of c the query selected.
+func (c *ConversationConnection) MarshalGQLContext(ctx context.Context, w io.Writer) error {
+	oc, sel, err := selectionOf(ctx)
+	if err != nil {
+		return err
+	}
+	path := graphql.GetFieldContext(ctx).Path()
+	return writeBuffered(w, func(b []byte) ([]byte, error) {
+		b = append(b, '{')
+		for i, f := range graphql.CollectFields(oc, sel, connectionTypes) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendKey(b, f.Alias)
+			var err error
+			switch f.Name {
+			case "__typename":
+				b = appendString(b, "ConversationConnection")
+			case "pageInfo":
+				b, err = appendPageInfo(b, graphql.CollectFields(oc, f.Selections, pageInfoTypes), c.PageInfo)
+			case "nodes":
+				b, err = c.appendNodes(ctx, b, oc, f, append(path, ast.PathName(f.Alias)))
+			default:
+				err = unknownField("ConversationConnection", f.Name)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		return append(b, '}'), nil
+	})
+}
+
+// UnmarshalGQLContext refuses: ConversationConnection is an output type.
+func (c *ConversationConnection) UnmarshalGQLContext(context.Context, any) error {
+	return errOutputOnly
+}
+
+// appendNodes appends the nodes field f (at path) of c.
+func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *graphql.OperationContext, f graphql.CollectedField, path ast.Path) ([]byte, error) {
+	fields := graphql.CollectFields(oc, f.Selections, conversationTypes)
+	// What is selected inside the object fields is the same for every node: collected once.
+	inner := make([][]graphql.CollectedField, len(fields))
+	for i, nf := range fields {
+		switch nf.Name {
+		case "lastMessage":
+			inner[i] = graphql.CollectFields(oc, nf.Selections, messageTypes)
+		case "history":
+			inner[i] = graphql.CollectFields(oc, nf.Selections, historyTypes)
+		}
+	}
+	b = append(b, '[')
+	for j := range c.Resolved {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		n := &c.Resolved[j]
+		b = append(b, '{')
+		for i, nf := range fields {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendKey(b, nf.Alias)
+			switch nf.Name {
+			case "__typename":
+				b = appendString(b, "Conversation")
+			case "id":
+				b = appendString(b, n.ID)
+			case "kind":
+				b = appendString(b, string(n.Kind))
+			case "maxSeq":
+				b = strconv.AppendInt(b, n.MaxSeq, 10)
+			case "minSeq":
+				b = strconv.AppendInt(b, n.MinSeq, 10)
+			case "readSeq":
+				b = strconv.AppendInt(b, n.ReadSeq, 10)
+			case "unreadCount":
+				b = strconv.AppendInt(b, n.UnreadCount, 10)
+			case "lastMessage":
+				if n.LastMessageErr != nil {
+					at := append(append(ast.Path{}, path...), ast.PathIndex(j), ast.PathName(nf.Alias))
+					graphql.AddError(ctx, &gqlerror.Error{Err: n.LastMessageErr, Message: n.LastMessageErr.Error(), Path: at})
+					b = append(b, "null"...)
+					continue
+				}
+				if n.LastMessage == nil {
+					b = append(b, "null"...)
+					continue
+				}
+				var err error
+				if b, err = appendMessage(b, oc, inner[i], n.LastMessage); err != nil {
+					return nil, err
+				}
+			case "history":
+				h := n.Histories[nf.Field]
+				if h == nil {
+					return nil, unknownField("Conversation", "history (not resolved)")
+				}
+				var err error
+				if b, err = appendHistory(b, oc, inner[i], h); err != nil {
+					return nil, err
+				}
+			default:
+				return nil, unknownField("Conversation", nf.Name)
+			}
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
+}
+
+func appendPageInfo(b []byte, fields []graphql.CollectedField, p *PageInfo) ([]byte, error) {
+	b = append(b, '{')
+	for i, f := range fields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendKey(b, f.Alias)
+		switch f.Name {
+		case "__typename":
+			b = appendString(b, "PageInfo")
+		case "endCursor":
+			b = appendOptString(b, p.EndCursor)
+		case "hasNextPage":
+			b = strconv.AppendBool(b, p.HasNextPage)
+		default:
+			return nil, unknownField("PageInfo", f.Name)
+		}
+	}
+	return append(b, '}'), nil
+}
