@@ -206,12 +206,32 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("storing the OpenIM baselines' records: %w", err)
 	}
-	answers = append(answers, oimAnswers...)
-	baselines = append(baselines, historyBaseline(rdb, baselineOpenIMHistoryKey), conversationsBaseline(rdb, oimConvKeys))
-	paths = append(paths, "/openim/history", "/openim/conversations")
+	fmt.Fprintf(o.Out, "opening a gateway in OpenIM mode with OpenIM's Kafka (in process), which keeps OpenIM's chunks...\n")
+	fed, stopFed, err := oim.withFeed(ctx, dir)
+	if err != nil {
+		return Report{}, fmt.Errorf("OpenIM mode with its Kafka: %w", err)
+	}
+	defer stopFed()
+	fedHandler := fed.Handler()
+	fedBase, stopFedServer, err := serve(fedHandler)
+	if err != nil {
+		return Report{}, err
+	}
+	defer stopFedServer()
+	fedHistory := target{url: fedBase + "/query", token: oim.token, body: gwHistory.body}
+	fedAnswer, err := fetch(ctx, client, fedHistory)
+	if err != nil {
+		return Report{}, err
+	}
+
+	answers = append(answers, oimAnswers[0], oimAnswers[1], fedAnswer)
+	baselines = append(baselines, historyBaseline(rdb, baselineOpenIMHistoryKey), conversationsBaseline(rdb, oimConvKeys),
+		historyBaseline(rdb, baselineOpenIMHistoryKey))
+	paths = append(paths, "/openim/history", "/openim/conversations", "/openim/history-fed")
 	scenarios = append(scenarios,
 		scenario{name: "history page, OpenIM mode (100 messages, warm)", gateway: oimHistory, handler: oimHandler},
-		scenario{name: "conversation list, OpenIM mode (20, lastMessage, unread)", gateway: oimList, handler: oimHandler})
+		scenario{name: "conversation list, OpenIM mode (20, lastMessage, unread)", gateway: oimList, handler: oimHandler},
+		scenario{name: "history page, OpenIM mode with its Kafka (100 messages, warm, cached)", gateway: fedHistory, handler: fedHandler})
 
 	mux := http.NewServeMux()
 	for i, p := range paths {

@@ -17,15 +17,15 @@ func TestBenchRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out.String())
 	}
-	if len(r.Rows) != 11 {
-		t.Fatalf("%d rows, want 11 (5 scenarios, 2 of them in OpenIM mode, × gateway and baseline, and the cold page)\n%s", len(r.Rows), out.String())
+	if len(r.Rows) != 13 {
+		t.Fatalf("%d rows, want 13 (6 scenarios, 3 of them in OpenIM mode, × gateway and baseline, and the cold page)\n%s", len(r.Rows), out.String())
 	}
 	for _, row := range r.Rows {
 		if row.Requests == 0 || row.Errors != 0 || row.P50 <= 0 || row.P99 < row.P50 {
 			t.Errorf("%s / %s: %+v", row.Scenario, row.Handler, row)
 		}
 	}
-	if len(r.Ratios) != 5 {
+	if len(r.Ratios) != 6 {
 		t.Errorf("ratios: %v, want one per warm scenario", r.Ratios)
 	}
 	for name, ratio := range r.Ratios {

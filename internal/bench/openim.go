@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
@@ -32,6 +33,8 @@ type openIMGateway struct {
 	g     *gateway.Gateway
 	token string
 	close func()
+	// cfg opens more gateways on the same deployment (withFeed).
+	cfg gateway.Config
 }
 
 // startOpenIM fills an OpenIM deployment under dir and opens a gateway on it.
@@ -86,7 +89,32 @@ func startOpenIM(ctx context.Context, dir, redisURL, redisAddr string, configure
 		return nil, err
 	}
 	closers = append(closers, func() { g.Close() })
-	return &openIMGateway{g: g, token: token, close: closeAll}, nil
+	return &openIMGateway{g: g, token: token, close: closeAll, cfg: cfg}, nil
+}
+
+// withFeed opens another gateway in OpenIM mode on the same deployment, following an OpenIM
+// Kafka (an in-process one, kfake, holding OpenIM's toPush topic; nothing is produced to it):
+// with the feed, OpenIM mode keeps OpenIM's chunks and documents in its caches, which is what
+// this row measures against the one without.
+func (o *openIMGateway) withFeed(ctx context.Context, dir string) (*gateway.Gateway, func(), error) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "toPush"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting an in-process Kafka: %w", err)
+	}
+	cfg := o.cfg
+	cfg.DataDir = filepath.Join(dir, "openim-feed-gateway")
+	// Its own Redis is another database of the bench's server: the bench's gateway in
+	// msggate's mode keeps the chunks of a conversation with the same ID in database 0, under
+	// the same keys this one would use. (In production OpenIM mode has its own Redis, or
+	// shares OpenIM's, whose keys never collide with msggate's.)
+	cfg.RedisURL = strings.TrimSuffix(cfg.RedisURL, "/0") + "/1"
+	cfg.OpenIM.Feed = gateway.OpenIMFeedConfig{Brokers: strings.Join(cluster.ListenAddrs(), ",")}
+	g, err := gateway.Open(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		cluster.Close()
+		return nil, nil, err
+	}
+	return g, func() { _ = g.Close(); cluster.Close() }, nil
 }
 
 // fillOpenIM sends the bench's messages as OpenIM's msgtransfer stores them.
