@@ -55,28 +55,17 @@ func (c *ConversationConnection) MarshalGQLContext(ctx context.Context, w io.Wri
 	}
 	path := graphql.GetFieldContext(ctx).Path()
 	return writeBuffered(w, func(b []byte) ([]byte, error) {
-		b = append(b, '{')
-		for i, f := range graphql.CollectFields(oc, sel, connectionTypes) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendKey(b, f.Alias)
-			var err error
+		return appendObject(b, graphql.CollectFields(oc, sel, connectionTypes), func(b []byte, f graphql.CollectedField) ([]byte, error) {
 			switch f.Name {
 			case "__typename":
-				b = appendString(b, "ConversationConnection")
+				return appendString(b, "ConversationConnection"), nil
 			case "pageInfo":
-				b, err = appendPageInfo(b, graphql.CollectFields(oc, f.Selections, pageInfoTypes), c.PageInfo)
+				return appendPageInfo(b, graphql.CollectFields(oc, f.Selections, pageInfoTypes), c.PageInfo)
 			case "nodes":
-				b, err = c.appendNodes(ctx, b, oc, f, append(path, ast.PathName(f.Alias)))
-			default:
-				err = unknownField("ConversationConnection", f.Name)
+				return c.appendNodes(ctx, b, oc, f, append(path, ast.PathName(f.Alias)))
 			}
-			if err != nil {
-				return nil, err
-			}
-		}
-		return append(b, '}'), nil
+			return nil, unknownField("ConversationConnection", f.Name)
+		})
 	})
 }
 
@@ -88,14 +77,15 @@ func (c *ConversationConnection) UnmarshalGQLContext(context.Context, any) error
 // appendNodes appends the nodes field f (at path) of c.
 func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *graphql.OperationContext, f graphql.CollectedField, path ast.Path) ([]byte, error) {
 	fields := graphql.CollectFields(oc, f.Selections, conversationTypes)
-	// What is selected inside the object fields is the same for every node: collected once.
-	inner := make([][]graphql.CollectedField, len(fields))
-	for i, nf := range fields {
+	// What is selected inside the object fields is the same for every node: collected once, by
+	// alias (unique in a selection set once collected).
+	innerOf := map[string][]graphql.CollectedField{}
+	for _, nf := range fields {
 		switch nf.Name {
 		case "lastMessage":
-			inner[i] = graphql.CollectFields(oc, nf.Selections, messageTypes)
+			innerOf[nf.Alias] = graphql.CollectFields(oc, nf.Selections, messageTypes)
 		case "history":
-			inner[i] = graphql.CollectFields(oc, nf.Selections, historyTypes)
+			innerOf[nf.Alias] = graphql.CollectFields(oc, nf.Selections, historyTypes)
 		}
 	}
 	b = append(b, '[')
@@ -104,12 +94,8 @@ func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *
 			b = append(b, ',')
 		}
 		n := &c.Resolved[j]
-		b = append(b, '{')
-		for i, nf := range fields {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendKey(b, nf.Alias)
+		var err error
+		b, err = appendObject(b, fields, func(b []byte, nf graphql.CollectedField) ([]byte, error) {
 			switch nf.Name {
 			case "__typename":
 				b = appendString(b, "Conversation")
@@ -129,52 +115,40 @@ func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *
 				if n.LastMessageErr != nil {
 					at := append(append(ast.Path{}, path...), ast.PathIndex(j), ast.PathName(nf.Alias))
 					graphql.AddError(ctx, &gqlerror.Error{Err: n.LastMessageErr, Message: n.LastMessageErr.Error(), Path: at})
-					b = append(b, "null"...)
-					continue
+					return append(b, "null"...), nil
 				}
 				if n.LastMessage == nil {
-					b = append(b, "null"...)
-					continue
+					return append(b, "null"...), nil
 				}
-				var err error
-				if b, err = appendMessage(b, oc, inner[i], n.LastMessage); err != nil {
-					return nil, err
-				}
+				return appendMessage(b, oc, innerOf[nf.Alias], n.LastMessage)
 			case "history":
 				h := n.Histories[nf.Field]
 				if h == nil {
 					return nil, unknownField("Conversation", "history (not resolved)")
 				}
-				var err error
-				if b, err = appendHistory(b, oc, inner[i], h); err != nil {
-					return nil, err
-				}
+				return appendHistory(b, oc, innerOf[nf.Alias], h)
 			default:
 				return nil, unknownField("Conversation", nf.Name)
 			}
+			return b, nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		b = append(b, '}')
 	}
 	return append(b, ']'), nil
 }
 
 func appendPageInfo(b []byte, fields []graphql.CollectedField, p *PageInfo) ([]byte, error) {
-	b = append(b, '{')
-	for i, f := range fields {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendKey(b, f.Alias)
+	return appendObject(b, fields, func(b []byte, f graphql.CollectedField) ([]byte, error) {
 		switch f.Name {
 		case "__typename":
-			b = appendString(b, "PageInfo")
+			return appendString(b, "PageInfo"), nil
 		case "endCursor":
-			b = appendOptString(b, p.EndCursor)
+			return appendOptString(b, p.EndCursor), nil
 		case "hasNextPage":
-			b = strconv.AppendBool(b, p.HasNextPage)
-		default:
-			return nil, unknownField("PageInfo", f.Name)
+			return strconv.AppendBool(b, p.HasNextPage), nil
 		}
-	}
-	return append(b, '}'), nil
+		return nil, unknownField("PageInfo", f.Name)
+	})
 }

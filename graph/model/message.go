@@ -91,19 +91,14 @@ func (h *History) MarshalGQLContext(ctx context.Context, w io.Writer) error {
 
 // appendHistory appends h with the given fields (collected for the History type).
 func appendHistory(b []byte, oc *graphql.OperationContext, fields []graphql.CollectedField, h *History) ([]byte, error) {
-	b = append(b, '{')
-	for i, f := range fields {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendKey(b, f.Alias)
+	return appendObject(b, fields, func(b []byte, f graphql.CollectedField) ([]byte, error) {
 		switch f.Name {
 		case "__typename":
-			b = appendString(b, "History")
+			return appendString(b, "History"), nil
 		case "hasMoreBefore":
-			b = strconv.AppendBool(b, h.HasMoreBefore)
+			return strconv.AppendBool(b, h.HasMoreBefore), nil
 		case "hasMoreAfter":
-			b = strconv.AppendBool(b, h.HasMoreAfter)
+			return strconv.AppendBool(b, h.HasMoreAfter), nil
 		case "messages":
 			fields := graphql.CollectFields(oc, f.Selections, messageTypes)
 			b = append(b, '[')
@@ -116,12 +111,10 @@ func appendHistory(b []byte, oc *graphql.OperationContext, fields []graphql.Coll
 					return nil, err
 				}
 			}
-			b = append(b, ']')
-		default:
-			return nil, unknownField("History", f.Name)
+			return append(b, ']'), nil
 		}
-	}
-	return append(b, '}'), nil
+		return nil, unknownField("History", f.Name)
+	})
 }
 
 // UnmarshalGQLContext refuses: History is an output type.
@@ -129,12 +122,7 @@ func (h *History) UnmarshalGQLContext(context.Context, any) error { return errOu
 
 // appendMessage appends m with the given fields (collected for the Message type).
 func appendMessage(b []byte, oc *graphql.OperationContext, fields []graphql.CollectedField, m *Message) ([]byte, error) {
-	b = append(b, '{')
-	for i, f := range fields {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendKey(b, f.Alias)
+	return appendObject(b, fields, func(b []byte, f graphql.CollectedField) ([]byte, error) {
 		switch f.Name {
 		case "__typename":
 			b = appendString(b, "Message")
@@ -181,27 +169,18 @@ func appendMessage(b []byte, oc *graphql.OperationContext, fields []graphql.Coll
 			b = append(b, ']')
 		case "revoke":
 			if m.Revoke == nil {
-				b = append(b, "null"...)
-				continue
+				return append(b, "null"...), nil
 			}
-			var err error
-			if b, err = appendRevoke(b, graphql.CollectFields(oc, f.Selections, revokeTypes), m.Revoke); err != nil {
-				return nil, err
-			}
+			return appendRevoke(b, graphql.CollectFields(oc, f.Selections, revokeTypes), m.Revoke)
 		default:
 			return nil, unknownField("Message", f.Name)
 		}
-	}
-	return append(b, '}'), nil
+		return b, nil
+	})
 }
 
 func appendRevoke(b []byte, fields []graphql.CollectedField, r *Revoke) ([]byte, error) {
-	b = append(b, '{')
-	for i, f := range fields {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendKey(b, f.Alias)
+	return appendObject(b, fields, func(b []byte, f graphql.CollectedField) ([]byte, error) {
 		switch f.Name {
 		case "__typename":
 			b = appendString(b, "Revoke")
@@ -213,6 +192,23 @@ func appendRevoke(b []byte, fields []graphql.CollectedField, r *Revoke) ([]byte,
 			b = strconv.AppendInt(b, r.Time, 10)
 		default:
 			return nil, unknownField("Revoke", f.Name)
+		}
+		return b, nil
+	})
+}
+
+// appendObject appends a JSON object with a member for each field, named by its alias, whose
+// value appendValue appends: the shell every hand-written writer shares.
+func appendObject(b []byte, fields []graphql.CollectedField, appendValue func(b []byte, f graphql.CollectedField) ([]byte, error)) ([]byte, error) {
+	b = append(b, '{')
+	for i, f := range fields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendKey(b, f.Alias)
+		var err error
+		if b, err = appendValue(b, f); err != nil {
+			return nil, err
 		}
 	}
 	return append(b, '}'), nil

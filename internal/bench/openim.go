@@ -9,10 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/msggate/msggate/internal/embedded"
 	"github.com/msggate/msggate/internal/gateway"
@@ -55,19 +52,11 @@ func startOpenIM(ctx context.Context, dir, redisURL, redisAddr string, configure
 		return nil, err
 	}
 	closers = append(closers, func() { _ = stopStore() })
-	client, err := mongo.Connect(options.Client().ApplyURI(uri))
-	if err != nil {
-		return nil, err
-	}
-	closers = append(closers, func() { _ = client.Disconnect(context.Background()) })
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	closers = append(closers, func() { _ = rdb.Close() })
-
 	var f fixture
 	closers = append(closers, f.cleanUp)
 	var secret string
 	token, err := f.run(func() string {
-		d := openimtest.New(&f, client.Database(openIMDatabase), rdb)
+		d := openimtest.Dial(&f, uri, openIMDatabase, redisAddr)
 		fillOpenIM(d)
 		secret = d.Secret
 		return d.Login(viewer, 1, 1)

@@ -17,11 +17,10 @@ import (
 // the user's own log with the counters the store holds now. Announcing the same move again
 // adds nothing.
 func (l *Ledger) AnnounceRead(ctx context.Context, userID, conversationID string, readSeq int64) error {
-	states, _, err := l.statesManyOne(ctx, userID, conversationID)
+	s, err := l.stateOf(ctx, userID, conversationID)
 	if err != nil {
 		return err
 	}
-	s := states[0]
 	s.ReadSeq = max(s.ReadSeq, readSeq)
 	_, err = l.announceStates(ctx, im.Event{Type: im.EventRead, ConversationID: conversationID}, []string{userID},
 		[]im.SeqState{s}, readKey(conversationID, s.ReadSeq))
@@ -31,11 +30,10 @@ func (l *Ledger) AnnounceRead(ctx context.Context, userID, conversationID string
 // AnnounceUserClear logs that userID cleared a conversation for themselves: a CLEAR event in
 // their own log with the floor the store holds now.
 func (l *Ledger) AnnounceUserClear(ctx context.Context, userID, conversationID string) error {
-	states, _, err := l.statesManyOne(ctx, userID, conversationID)
+	s, err := l.stateOf(ctx, userID, conversationID)
 	if err != nil {
 		return err
 	}
-	s := states[0]
 	_, err = l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: conversationID}, []string{userID},
 		[]im.SeqState{s}, userClearKey(conversationID, s.UserMinSeq))
 	return err
@@ -47,11 +45,10 @@ func (l *Ledger) AnnounceUserClear(ctx context.Context, userID, conversationID s
 func (l *Ledger) AnnounceConversationClear(ctx context.Context, actorID string, conv im.Conversation) error {
 	ev := im.Event{Type: im.EventClear, ConversationID: conv.ID, ForEveryone: true, Time: time.Now().UnixMilli()}
 	if conv.Kind.IsGroup() {
-		states, _, err := l.statesManyOne(ctx, actorID, conv.ID)
+		st, err := l.stateOf(ctx, actorID, conv.ID)
 		if err != nil {
 			return err
 		}
-		st := states[0]
 		_, err = l.cache.AppendGroupEvents(ctx, []cache.GroupAppend{{Event: ev, MaxSeq: st.MaxSeq, MinSeq: st.MinSeq, Key: clearKey(conv.ID, st.MinSeq)}})
 		return err
 	}
@@ -59,26 +56,19 @@ func (l *Ledger) AnnounceConversationClear(ctx context.Context, actorID string, 
 	if err != nil {
 		return err
 	}
-	queries := make([]cache.StateQuery, len(members))
-	for i, u := range members {
-		queries[i] = cache.StateQuery{UserID: u, ConversationIDs: []string{conv.ID}}
-	}
-	states, _, err := l.statesMany(ctx, queries, false)
+	states, err := l.membersStates(ctx, members, conv.ID)
 	if err != nil {
 		return err
 	}
-	flat := make([]im.SeqState, len(members))
-	for i := range members {
-		flat[i] = states[i][0]
-	}
-	_, err = l.announceStates(ctx, ev, members, flat, clearKey(conv.ID, flat[0].MinSeq))
+	_, err = l.announceStates(ctx, ev, members, states, clearKey(conv.ID, states[0].MinSeq))
 	return err
 }
 
-func (l *Ledger) statesManyOne(ctx context.Context, userID, conversationID string) ([]im.SeqState, []im.Cursor, error) {
-	states, heads, err := l.statesMany(ctx, []cache.StateQuery{{UserID: userID, ConversationIDs: []string{conversationID}}}, false)
+// stateOf reads userID's state in one conversation.
+func (l *Ledger) stateOf(ctx context.Context, userID, conversationID string) (im.SeqState, error) {
+	states, err := l.membersStates(ctx, []string{userID}, conversationID)
 	if err != nil {
-		return nil, nil, err
+		return im.SeqState{}, err
 	}
-	return states[0], heads, nil
+	return states[0], nil
 }

@@ -380,19 +380,30 @@ func (l *Ledger) announceMinSeq(ctx context.Context, conversationID string, minS
 	if err != nil {
 		return err
 	}
+	states, err := l.membersStates(ctx, members, conversationID)
+	if err != nil {
+		return err
+	}
+	for i := range states {
+		states[i].MinSeq = max(states[i].MinSeq, minSeq)
+	}
+	_, err = l.announceStates(ctx, ev, members, states, key)
+	return err
+}
+
+// membersStates reads each member's state in one conversation, aligned with members.
+func (l *Ledger) membersStates(ctx context.Context, members []string, conversationID string) ([]im.SeqState, error) {
 	queries := make([]cache.StateQuery, len(members))
 	for i, u := range members {
 		queries[i] = cache.StateQuery{UserID: u, ConversationIDs: []string{conversationID}}
 	}
 	states, _, err := l.statesMany(ctx, queries, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	flat := make([]im.SeqState, len(members))
+	out := make([]im.SeqState, len(members))
 	for i := range members {
-		flat[i] = states[i][0]
-		flat[i].MinSeq = max(flat[i].MinSeq, minSeq)
+		out[i] = states[i][0]
 	}
-	_, err = l.announceStates(ctx, ev, members, flat, key)
-	return err
+	return out, nil
 }

@@ -90,6 +90,19 @@ func NewAt(t TB, db *mongo.Database, redisAddr string) *Deployment {
 	return New(t, db, rdb)
 }
 
+// Dial is New over the MongoDB at mongoURI (its database) and the redis-server at redisAddr,
+// with clients of its own closed by t's cleanups: for callers that hold neither driver.
+func Dial(t TB, mongoURI, database, redisAddr string) *Deployment {
+	t.Helper()
+	client, err := mongo.Connect(options.Client().ApplyURI(mongoURI))
+	if err != nil {
+		t.Fatalf("openimtest: connect to MongoDB: %v", err)
+		return nil
+	}
+	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+	return NewAt(t, client.Database(database), redisAddr)
+}
+
 // Now is the deployment's clock in ms: real time at New, one ms further on every call, so
 // that messages and allocations are strictly ordered.
 func (d *Deployment) Now() int64 { return d.clock.Add(1) }
