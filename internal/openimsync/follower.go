@@ -106,8 +106,9 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 	// the batch starts (anything between the followed seq and it was skipped).
 	first, last := map[string]int64{}, map[string]int64{}
 	var convs []string
-	for _, ch := range changes {
-		if !f.followable(ch) {
+	followed := make([]bool, len(changes)) // which changes are messages devices follow
+	for i, ch := range changes {
+		if followed[i] = f.followable(ch); !followed[i] {
 			continue
 		}
 		if _, ok := first[ch.ConversationID]; !ok {
@@ -117,7 +118,7 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 		first[ch.ConversationID] = min(first[ch.ConversationID], ch.Seq)
 		last[ch.ConversationID] = max(last[ch.ConversationID], ch.Seq)
 	}
-	followed, err := f.cache.FollowedSeqs(ctx, convs)
+	logged, err := f.cache.FollowedSeqs(ctx, convs)
 	if err != nil {
 		return err
 	}
@@ -127,18 +128,20 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 	if err := f.cache.InvalidateChunks(ctx, touchedChunks(changes)); err != nil {
 		return err
 	}
+	since := int64(-1) // when following began, read once if needed
 	for i, c := range convs {
 		switch {
-		case followed[i] > 0 && first[c] > followed[i]+1:
-			if _, err := f.fill(ctx, c, followed[i]+1, first[c]-1, false, 0); err != nil {
+		case logged[i] > 0 && first[c] > logged[i]+1:
+			if _, err := f.fill(ctx, c, logged[i]+1, first[c]-1, false, 0); err != nil {
 				return err
 			}
-		case followed[i] == 0 && first[c] > 1:
+		case logged[i] == 0 && first[c] > 1:
 			// The conversation's first record here: what OpenIM stored of it since msggate
 			// began following, before this record, had records that were lost.
-			since, err := f.cache.FollowingSince(ctx)
-			if err != nil {
-				return err
+			if since < 0 {
+				if since, err = f.cache.FollowingSince(ctx); err != nil {
+					return err
+				}
 			}
 			if _, err := f.fill(ctx, c, max(1, first[c]-fillPage), first[c]-1, true, since); err != nil {
 				return err
@@ -151,8 +154,8 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 		msgs = msgs[:0]
 		return err
 	}
-	for _, ch := range changes {
-		if f.followable(ch) {
+	for i, ch := range changes {
+		if followed[i] {
 			msgs = append(msgs, imsync.StoredMessage{ConversationID: ch.ConversationID, Seq: ch.Seq, SendID: ch.SendID,
 				SendTime: ch.SendTime, Readers: readers(ch.SendID, ch.RecvID)})
 		}
