@@ -1,6 +1,13 @@
-// Package cache is msggate's Redis tier and the only importer of go-redis. It caches whole
-// chunks and the seq state of conversations and users, runs the seq allocator, and keeps each
-// user's sync event log and its pub/sub channel.
+// Package cache is msggate's Redis tier: the only package of the product's own Redis path that
+// imports go-redis, so no driver type reaches the layers above. go-redis is also imported by
+// internal/openim, which reads an OpenIM deployment's Redis (read-only, dialled through
+// DialClient here), and by the test tooling that starts and fills test servers
+// (internal/testenv, internal/openim/openimtest) or checks keys directly (_test files).
+//
+// It caches whole chunks, the seq state of conversations and users and each user's
+// conversation list, runs the seq allocator, keeps each user's sync event log and each group
+// conversation's event stream with their pub/sub channels, and holds the rate-limit buckets,
+// the persisted queries and the live instances.
 //
 // Keys carry a Redis Cluster hash tag so that every key of one conversation (or one user) lands
 // in one slot and a script may touch several of them:
@@ -9,13 +16,25 @@
 //	<prefix>{<conversationID>}:seq            hash {max, min, time, cv}: stored max seq, min seq, newest send time, chunks version
 //	<prefix>{<conversationID>}:alloc          hash {curr, last}: allocator position and block end
 //	<prefix>{<conversationID>}:alloclock      string: token of the instance refilling the block
+//	<prefix>{<conversationID>}:log            hash {epoch, pos, x, m}: a group stream's head and the newest max and min seq logged (group_log.go)
+//	<prefix>{<conversationID>}:events         list: a group stream's events, oldest first
+//	<prefix>{<conversationID>}:evkeys         sorted set: the keys of the changes the group stream logged, by time
+//	<prefix>{<conversationID>}:followed       string: OpenIM mode's highest seq logged from OpenIM's feed (followed_seq.go)
 //	<prefix>{u:<userID>}:read                 hash {<conversationID>: read seq, <conversationID>|min: user min seq}
-//	<prefix>{u:<userID>}:rate                 hash: the user's request token bucket
+//	<prefix>{u:<userID>}:convs                set: the IDs on the user's conversation list, with "" marking it filled (conversation_list.go)
+//	<prefix>{u:<userID>}:convsv               string: the conversation list's version, moved by every change
 //	<prefix>{u:<userID>}:log                  hash {epoch, pos, <conversationID>|x, <conversationID>|m}: the event log's head and the max and min seqs it has seen
 //	<prefix>{u:<userID>}:events               list: the user's events, oldest first (also the pub/sub channel's name)
 //	<prefix>{u:<userID>}:evkeys               sorted set: the keys of the changes the log announced, by time, kept as long as the events
+//	<prefix>{u:<userID>}:rate                 hash: the user's request token bucket
+//	<prefix>{a:<address>}:rate                hash: the request token bucket of a client address without a valid token
 //	<prefix>instance:<id>                     string: a gateway instance is alive (see sync.Ledger.Heartbeat)
 //	<prefix>apq:<sha256>                      string: a persisted query's text
+//	<prefix>followed                          sorted set: OpenIM mode's followed conversations, by when their seq last moved
+//	<prefix>followed:since                    string: when OpenIM mode's follower began (ms)
+//
+// A group stream's channel is <prefix>{<conversationID>}:feed. How long each key lives is in
+// docs/architecture.md ("What msggate keeps in Redis").
 //
 // Every cached value is a copy of MongoDB's; MongoDB is written first. Monotonic values (max,
 // min and read seqs) are only ever raised, so a slow reader's fill can never lower them. Chunks

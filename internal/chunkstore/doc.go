@@ -1,4 +1,9 @@
-// Package chunkstore is msggate's MongoDB layer and the only importer of the MongoDB driver.
+// Package chunkstore is msggate's MongoDB layer: the only package of the product's own store
+// path that imports the MongoDB driver, so no driver type reaches the layers above. The driver
+// is also imported by internal/openim, which reads an OpenIM deployment's MongoDB (read-only,
+// connected through ConnectDatabase here), and by the test tooling that starts and fills test
+// servers (internal/testenv, internal/openim/openimtest) or checks a store directly (_test
+// files).
 //
 // Collections (field names follow OpenIM where OpenIM has the same concept). Each document's
 // _id is the key msggate looks it up by (natural_keys.go), written beside OpenIM's fields, so
