@@ -281,7 +281,7 @@ func TestRequestIDInLogs(t *testing.T) {
 		case "request failed":
 			sawError = line["level"] == "ERROR" && line["code"] == "UNAVAILABLE"
 		case "request":
-			// Nothing but "unavailable": 503, with Retry-After (Overload in the README).
+			// Nothing but "unavailable": 503, with Retry-After (Overload in docs/operations.md).
 			sawAccess = line["operation"] == "Send" && line["status"] == 503.0
 		}
 	}

@@ -19,8 +19,8 @@ import (
 )
 
 // keyFamilies are the Redis keys msggate creates, each with the longest TTL it may carry
-// (README: "What msggate keeps in Redis"). A key of no family fails the test: a new kind of key
-// must say how it is bounded.
+// (docs/architecture.md, "What msggate keeps in Redis"). A key of no family fails the test: a
+// new kind of key must say how it is bounded.
 var keyFamilies = []struct {
 	name    string
 	pattern *regexp.Regexp
