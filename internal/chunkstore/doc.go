@@ -8,10 +8,9 @@
 // Collections (field names follow OpenIM where OpenIM has the same concept). Each document's
 // _id is the key msggate looks it up by (natural_keys.go), written beside OpenIM's fields, so
 // FerretDB hands the lookup to SQLite instead of decoding the whole collection (on the embedded
-// store an index search: 19 ms for a cold history page's reads with 100 other conversations
-// in the store, 20 ms with 10,000), and OpenIM-style readers still find it by field; a
-// collection written by an earlier msggate version keeps its ObjectID _ids and is read by
-// field:
+// store an index search; docs/operations.md, "FerretDB", has the measurements), and
+// OpenIM-style readers still find it by field; a collection written by an earlier msggate
+// version keeps its ObjectID _ids and is read by field:
 //
 //	msg            one document per chunk of im.ChunkSize seqs:
 //	               {_id: doc_id, doc_id: "<conversationID>:<index>", msgs: [100 x slot]}; unique
@@ -51,8 +50,7 @@
 // $addToSet, $max, $inc, $setOnInsert, upserts, $in, sort and limit, unique indexes and
 // duplicate-key errors. No transactions, aggregation slices or change streams. On FerretDB only a
 // filter that is exactly {_id: <string>} is left to SQLite (every other one is matched in Go on
-// every document, $in on _id too: 236 ms and 19.5 s for the same two chunks), so there a few
-// documents are read by concurrent finds by _id rather than one $in, and a conditional update
-// of a chunk is
-// tested on the chunk read under the document's lock (conditional_update.go).
+// every document, $in on _id too), so there a few documents are read by concurrent finds by
+// _id rather than one $in, and a conditional update of a chunk is tested on the chunk read
+// under the document's lock (conditional_update.go).
 package chunkstore
