@@ -8,17 +8,18 @@ import (
 
 // Options configures a run. The zero value is usable: it is the full run.
 type Options struct {
-	// Duration is how long the load runs. Default 60s.
+	// Duration is how long the load runs. Default DefaultDuration.
 	Duration time.Duration
-	// Users is how many users load the gateways, each with two devices. Default 200.
+	// Users is how many users load the gateways, each with two devices. Default DefaultUsers.
 	Users int
-	// Think is the mean pause of a user between two operations. Default 60s: 200 users then
-	// offer about 3 requests a second besides their devices' traffic, which the store the
-	// harness runs (FerretDB on SQLite, whose finds scan whole collections) serves through a
-	// Redis restart on a small machine. Shorter pauses find where it stops doing so (see the
-	// README's reliability section).
+	// Think is the mean pause of a user between two operations. Default DefaultThink: the
+	// default users then offer about 3 requests a second besides their devices' traffic, which
+	// the store the harness runs (FerretDB on SQLite, whose finds scan whole collections) serves
+	// through a Redis restart on a small machine. Shorter pauses find where it stops doing so
+	// (see the README's reliability section).
 	Think time.Duration
-	// FaultRounds is how many times each kind of fault is injected. Default 1; negative: none.
+	// FaultRounds is how many times each kind of fault is injected. Default
+	// DefaultFaultRounds; negative: none.
 	FaultRounds int
 	// Seed makes the run's choices repeatable. Default: from the clock.
 	Seed int64
@@ -45,18 +46,26 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// Defaults of Options' zero fields: the full run.
+const (
+	DefaultDuration    = 60 * time.Second
+	DefaultUsers       = 200
+	DefaultThink       = 60 * time.Second
+	DefaultFaultRounds = 1
+)
+
 func (o Options) withDefaults() Options {
 	if o.Duration <= 0 {
-		o.Duration = 60 * time.Second
+		o.Duration = DefaultDuration
 	}
 	if o.Users <= 0 {
-		o.Users = 200
+		o.Users = DefaultUsers
 	}
 	if o.Think <= 0 {
-		o.Think = 60 * time.Second
+		o.Think = DefaultThink
 	}
 	if o.FaultRounds == 0 {
-		o.FaultRounds = 1
+		o.FaultRounds = DefaultFaultRounds
 	}
 	if o.Seed == 0 {
 		o.Seed = time.Now().UnixNano()
