@@ -4,6 +4,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/msggate/msggate/internal/testenv"
 )
 
 // Options configures a run. The zero value is usable: it is the full run.
@@ -26,7 +28,8 @@ type Options struct {
 	// Dir holds the run's processes' files. Default: a new temporary directory, removed after.
 	Dir string
 	// Gateway is the command line that starts one gateway instance, to which the harness adds
-	// serve's flags (-addr, -mongo-uri, -redis-url, ...). Default: this executable's "serve".
+	// serve's flags (-addr, -mongo-uri, -redis-url, ...). Default: msggate's "serve", built
+	// from this checkout into Dir (testenv.BuildGateway).
 	Gateway []string
 	// GatewayEnv is added to each gateway process's environment.
 	GatewayEnv []string
@@ -75,6 +78,20 @@ func (o Options) withDefaults() Options {
 	}
 	o.Out = &lockedWriter{w: o.Out}
 	return o
+}
+
+// withGateway fills in o.Gateway, when it is empty, with msggate built into o.Dir: this
+// program is a tool, not the product, and cannot serve itself.
+func (o Options) withGateway() (Options, error) {
+	if len(o.Gateway) > 0 {
+		return o, nil
+	}
+	bin, err := testenv.BuildGateway(o.Dir, o.Out)
+	if err != nil {
+		return o, err
+	}
+	o.Gateway = []string{bin, "serve"}
+	return o, nil
 }
 
 // devicesPerUser is how many sync clients each user keeps live.
