@@ -6,9 +6,10 @@
 //	msggate [serve] [flags]     run the gateway (the default)
 //	msggate token -user U       print a bearer token for user U
 //	msggate group|seed|import|retention|sync-client ...   see README.md
-//	msggate bench [flags]       measure the read path against baseline handlers
-//	msggate loadfault [flags]   run two gateways under load and faults, then check and report
-//	msggate fanout [flags]      measure one message to a big group: Redis cost, delivery, memory
+//
+// The developer tools that measure it (bench, loadfault, fanout) are separate commands under
+// cmd/, run from a source checkout with `go run ./cmd/NAME`, so that this binary carries no
+// test tooling.
 package main
 
 import (
@@ -55,12 +56,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cli.Retention(ctx, args, stdout, stderr)
 	case "sync-client":
 		return cli.SyncClient(ctx, args, stdout, stderr)
-	case "bench":
-		return cli.Bench(ctx, args, stdout, stderr)
-	case "loadfault":
-		return cli.LoadFault(ctx, args, stdout, stderr)
-	case "fanout":
-		return cli.FanOut(ctx, args, stdout, stderr)
+	case "bench", "loadfault", "fanout":
+		return fmt.Errorf("%s is a developer tool, not a command of msggate: run it from a source checkout with go run ./cmd/%s", cmd, cmd)
 	}
-	return fmt.Errorf("unknown command %q (commands: serve, token, group, seed, import, retention, sync-client, bench, loadfault, fanout)", cmd)
+	return fmt.Errorf("unknown command %q (commands: serve, token, group, seed, import, retention, sync-client)", cmd)
 }

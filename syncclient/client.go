@@ -420,15 +420,6 @@ func (c *Client) Requests() map[string]int {
 	return out
 }
 
-// RequestCount returns the total of Requests.
-func (c *Client) RequestCount() int {
-	n := 0
-	for _, v := range c.Requests() {
-		n += v
-	}
-	return n
-}
-
 // Pending returns how many seqs' bodies the replica is still waiting for.
 func (c *Client) Pending() int {
 	c.mu.Lock()

@@ -26,13 +26,16 @@ import (
 
 // Options configures a bench run. The zero value is usable: every zero field takes its default.
 type Options struct {
-	// Duration is how long each handler is driven in each round. Default 5s.
+	// Duration is how long each handler is driven in each round. Default DefaultDuration.
 	Duration time.Duration
-	// Rounds is how often each pair (gateway, baseline) is driven, alternately. Default 2.
+	// Rounds is how often each pair (gateway, baseline) is driven, alternately. Default
+	// DefaultRounds.
 	Rounds int
-	// Concurrency is how many clients send at once, each waiting for its answer. Default 32.
+	// Concurrency is how many clients send at once, each waiting for its answer. Default
+	// DefaultConcurrency.
 	Concurrency int
-	// ColdRequests is how many cold history pages are timed, one at a time. Default 50.
+	// ColdRequests is how many cold history pages are timed, one at a time. Default
+	// DefaultColdRequests.
 	ColdRequests int
 	// Dir holds the run's store and redis-server files; default a new temporary directory,
 	// removed at the end.
@@ -49,18 +52,26 @@ type Options struct {
 	Only string
 }
 
+// Defaults of Options' zero fields.
+const (
+	DefaultDuration     = 5 * time.Second
+	DefaultRounds       = 2
+	DefaultConcurrency  = 32
+	DefaultColdRequests = 50
+)
+
 func (o Options) withDefaults() Options {
 	if o.Duration <= 0 {
-		o.Duration = 5 * time.Second
+		o.Duration = DefaultDuration
 	}
 	if o.Rounds <= 0 {
-		o.Rounds = 2
+		o.Rounds = DefaultRounds
 	}
 	if o.Concurrency <= 0 {
-		o.Concurrency = 32
+		o.Concurrency = DefaultConcurrency
 	}
 	if o.ColdRequests <= 0 {
-		o.ColdRequests = 50
+		o.ColdRequests = DefaultColdRequests
 	}
 	if o.Out == nil {
 		o.Out = os.Stdout

@@ -2,5 +2,5 @@
 // loopback against the real handler, a real redis-server and the embedded store, side by side
 // with baseline handlers that do the least a gateway must (one Redis round trip, decode, encode
 // the same JSON), in the same run, so that the figures are ratios a noisy machine cannot skew.
-// `msggate bench` (internal/cli) runs it.
+// `go run ./cmd/bench` runs it.
 package bench

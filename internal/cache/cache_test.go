@@ -317,6 +317,16 @@ func TestChunkStaleFillDropped(t *testing.T) {
 	})
 }
 
+// getStates reads one user's state query, the conversations' seq states and (userID not
+// empty) the user's read states, aligned with conversationIDs.
+func getStates(ctx context.Context, c *cache.Cache, userID string, conversationIDs []string) ([]cache.ConversationState, []cache.UserState, error) {
+	res, err := c.GetStatesMany(ctx, []cache.StateQuery{{UserID: userID, ConversationIDs: conversationIDs}}, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res.Conversations[0], res.Users[0], nil
+}
+
 // Ensure every chunk write moves its conversation's chunks version, which readers get with the
 // seq state in the same round trip, and that a version Redis lost (a restart) starts again
 // somewhere no reader saw before.
@@ -327,7 +337,7 @@ func TestChunksVersion(t *testing.T) {
 		version := func() string {
 			t.Helper()
 			e.trips.Take()
-			convs, _, err := e.cache.GetStates(e.ctx, "", []string{conv})
+			convs, _, err := getStates(e.ctx, e.cache, "", []string{conv})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -407,7 +417,7 @@ func TestStates(t *testing.T) {
 		}
 		e.trips.Take()
 
-		convs, users, err := e.cache.GetStates(e.ctx, "u1", []string{c1, c2, c3})
+		convs, users, err := getStates(e.ctx, e.cache, "u1", []string{c1, c2, c3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -440,7 +450,7 @@ func TestStates(t *testing.T) {
 			if err := e.cache.RaiseStates(e.ctx, []cache.ConversationRaise{{ConversationID: c2, MinSeq: ptr(1), MaxSeq: ptr(12), LastTime: ptr(5)}}, nil); err != nil {
 				t.Fatal(err)
 			}
-			convs, users, err := e.cache.GetStates(e.ctx, "", []string{c2})
+			convs, users, err := getStates(e.ctx, e.cache, "", []string{c2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -512,8 +522,8 @@ func TestRedisDown(t *testing.T) {
 				_, err := e.cache.GetChunks(ctx, []string{"si_alice_bob:0"})
 				return err
 			},
-			"GetStates": func(ctx context.Context) error {
-				_, _, err := e.cache.GetStates(ctx, "u1", []string{"si_alice_bob"})
+			"GetStatesMany": func(ctx context.Context) error {
+				_, _, err := getStates(ctx, e.cache, "u1", []string{"si_alice_bob"})
 				return err
 			},
 			"AllocSeqs": func(ctx context.Context) error {

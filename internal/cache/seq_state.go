@@ -30,18 +30,6 @@ type UserState struct {
 	Cached     bool
 }
 
-// GetStates reads the seq state of the conversations and, when userID is not empty, that
-// user's read state in each of them, all in one round trip. Both results are aligned with
-// conversationIDs. An entry is cached only when all its fields are, so that a half-filled
-// entry is read as a miss, never as zeros.
-func (c *Cache) GetStates(ctx context.Context, userID string, conversationIDs []string) ([]ConversationState, []UserState, error) {
-	res, err := c.GetStatesMany(ctx, []StateQuery{{UserID: userID, ConversationIDs: conversationIDs}}, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	return res.Conversations[0], res.Users[0], nil
-}
-
 // StateQuery asks for one user's state in some conversations (UserID "": conversation state
 // only).
 type StateQuery struct {
@@ -57,9 +45,12 @@ type States struct {
 	Heads         []im.Cursor
 }
 
-// GetStatesMany answers several state queries in one round trip. With withHeads, the same
-// round trip also reads (creating when needed) each query's user's event log head, so a state
-// summary and the token it is valid from are read together.
+// GetStatesMany answers several state queries in one round trip: the seq state of each query's
+// conversations and, when its UserID is not empty, that user's read state in each of them. An
+// entry is cached only when all its fields are, so that a half-filled entry is read as a miss,
+// never as zeros. With withHeads, the same round trip also reads (creating when needed) each
+// query's user's event log head, so a state summary and the token it is valid from are read
+// together.
 func (c *Cache) GetStatesMany(ctx context.Context, queries []StateQuery, withHeads bool) (States, error) {
 	res := States{Conversations: make([][]ConversationState, len(queries)), Users: make([][]UserState, len(queries))}
 	pipe := c.rdb.Pipeline()

@@ -129,9 +129,6 @@ func open(ctx context.Context, db *mongo.Database, opts Options) (*Store, error)
 	return s, nil
 }
 
-// Database returns the database the store works on.
-func (s *Store) Database() *mongo.Database { return s.db }
-
 // Ping checks that MongoDB answers.
 func (s *Store) Ping(ctx context.Context) error {
 	select {

@@ -13,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
-
-	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/cli"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/im"
@@ -153,26 +150,23 @@ func checkLargeGroup(t *testing.T, flags []string, group string, want map[string
 			t.Errorf("%s left but reads %+v, %v", u, m, err)
 		}
 	}
-	// Every conversation list entry, in one read of the collection.
-	cur, err := g.Store.Database().Collection(chunkstore.CollectionUserConversation).Find(ctx, bson.D{})
+	// The conversation list of every user who was ever a member, in one read.
+	everyone := append(sortedKeys(want), gone...)
+	found, _, err := g.Store.FindUsersConversations(ctx, everyone, 10)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var entries []chunkstore.UserConversation
-	if err := cur.All(ctx, &entries); err != nil {
 		t.Fatal(err)
 	}
 	chat, _ := im.GroupConversationID(group)
 	notes, _ := im.GroupNotificationConversationID(group)
 	lists := map[string]map[string]bool{}
-	for _, e := range entries {
-		if lists[e.UserID] == nil {
-			lists[e.UserID] = map[string]bool{}
+	for u, ids := range found {
+		lists[u] = map[string]bool{}
+		for _, id := range ids {
+			if lists[u][id] {
+				t.Errorf("%s has %s twice", u, id)
+			}
+			lists[u][id] = true
 		}
-		if lists[e.UserID][e.ConversationID] {
-			t.Errorf("%s has %s twice", e.UserID, e.ConversationID)
-		}
-		lists[e.UserID][e.ConversationID] = true
 	}
 	bad := 0
 	for u, l := range lists {

@@ -5,9 +5,9 @@
 // of the send), whether every device got every message, and the gateway memory and goroutines
 // each idle subscribed device holds.
 //
-// The gateways run as child processes of the same binary (`serve`), on their own redis-server
+// The gateways run as child processes of msggate's binary (`serve`), on their own redis-server
 // and FerretDB, so that their memory is measured apart from the devices, which all live in the
 // bench's process. The group is made by a `group` child process, the path an operator uses.
 //
-// `msggate fanout` runs it; a short run is part of the test suite.
+// `go run ./cmd/fanout` runs it; a short run is part of the test suite.
 package fanout

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/msggate/msggate/internal/testenv"
 )
 
 // instance is one gateway, a child process on a loopback port of its own.
@@ -39,7 +40,7 @@ var serveFlags = []string{
 // startGateway starts instance name of command with its files under dir and waits until it
 // is ready (its store prepared).
 func startGateway(ctx context.Context, name, dir string, command, env []string, mongoURI, redisURL string) (*instance, error) {
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -117,15 +118,6 @@ func runChild(ctx context.Context, log string, command, env []string, args ...st
 		return fmt.Errorf("%s %s: %w; its log (%s) ends with:\n%s", filepath.Base(argv[0]), args[0], err, log, tail(log, 20))
 	}
 	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // tail returns the last n lines of the file at path, for error messages.

@@ -20,8 +20,9 @@ type Options struct {
 	Settle time.Duration
 	// Dir holds the run's processes' files and logs; empty: a temporary directory, removed after.
 	Dir string
-	// Command runs this program: Command+["serve", flags...] is a gateway and
-	// Command+["group", flags...] makes the group. Default: this executable.
+	// Command runs msggate: Command+["serve", flags...] is a gateway and
+	// Command+["group", flags...] makes the group. Default: msggate built from this checkout
+	// into Dir (testenv.BuildGateway).
 	Command []string
 	// ChildEnv is added to the child processes' environment (a test marks its children so).
 	ChildEnv []string

@@ -58,11 +58,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Dir = dir
 	}
 	if len(o.Command) == 0 {
-		self, err := os.Executable()
+		// This program is a tool, not the product: its gateways are msggate proper.
+		bin, err := testenv.BuildGateway(o.Dir, out)
 		if err != nil {
 			return nil, err
 		}
-		o.Command = []string{self}
+		o.Command = []string{bin}
 	}
 
 	fmt.Fprintf(out, "starting redis-server, FerretDB and %d gateway(s) under %s...\n", o.Instances, o.Dir)

@@ -48,7 +48,7 @@ func TestMongoDownIsAnError(t *testing.T) {
 	if err := g.Redis.FlushAll(); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Store.Database().Client().Disconnect(context.Background()); err != nil {
+	if err := g.Store.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []struct {

@@ -208,7 +208,7 @@ func TestReadyzFollowsDependencies(t *testing.T) {
 	}
 	g.Redis.Start()
 	waitFor("Redis back", http.StatusOK)
-	if err := g.Store.Database().Client().Disconnect(context.Background()); err != nil {
+	if err := g.Store.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	r = waitFor("MongoDB gone", http.StatusServiceUnavailable)

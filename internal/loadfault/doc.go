@@ -17,6 +17,6 @@
 // RunLevels runs the same scenario at multiples of its load and reports goodput against
 // offered load, with a chart (goodput.svg).
 //
-// `msggate loadfault` runs it with defaults fit for the README's figures; a short run is part
-// of the test suite.
+// `go run ./cmd/loadfault` runs it with defaults fit for the README's figures, its gateways
+// msggate's binary built from the checkout; a short run is part of the test suite.
 package loadfault

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/internal/ops"
+	"github.com/msggate/msggate/internal/testenv"
 )
 
 // gatewayProcess is one gateway instance run as a child process on a fixed port, so that it
@@ -37,7 +37,7 @@ type gatewayProcess struct {
 const healthyWithin = 60 * time.Second
 
 func newGatewayProcess(name, dir string, command []string, env []string, mongoURI, redisURL string) (*gatewayProcess, error) {
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -48,15 +48,6 @@ func newGatewayProcess(name, dir string, command []string, env []string, mongoUR
 		"-mongo-uri", mongoURI, "-redis-url", redisURL,
 		"-rate-limit", "-1", "-anonymous-rate-limit", "-1", "-playground=false")
 	return p, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // URL is the gateway's base URL; it stays the same across restarts.

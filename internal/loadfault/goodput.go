@@ -72,6 +72,11 @@ func RunLevels(ctx context.Context, o Options, factors []float64) (*GoodputRepor
 		}
 		o.Dir = dir
 	}
+	// Built once, for every level.
+	o, err := o.withGateway()
+	if err != nil {
+		return nil, err
+	}
 	g := &GoodputReport{Seed: o.Seed, Dir: o.Dir, Chart: filepath.Join(o.Dir, ChartFile)}
 	fmt.Fprintf(out, "goodput run: levels %s of a %s pause, %s each, seed %d, files under %s\n",
 		levelNames(factors), o.Think, o.Duration, o.Seed, o.Dir)

@@ -46,12 +46,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		defer os.RemoveAll(dir)
 		o.Dir = dir
 	}
-	if len(o.Gateway) == 0 {
-		self, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		o.Gateway = []string{self, "serve"}
+	o, err := o.withGateway()
+	if err != nil {
+		return nil, err
 	}
 
 	fmt.Fprintf(out, "starting redis-server, FerretDB and %d gateways under %s (seed %d)...\n", instances, o.Dir, o.Seed)

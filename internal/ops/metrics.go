@@ -135,12 +135,6 @@ func (m *Metrics) ObserveChunkCache(hits, misses int) {
 	m.cacheMisses.Add(float64(misses))
 }
 
-// CountGraphQLError records an error answered outside gqlgen's executor (for example by HTTP
-// middleware that rejects a request before it is parsed), so that errors by code stay complete.
-func (m *Metrics) CountGraphQLError(operation, code string) {
-	m.graphqlErrors.WithLabelValues(m.operations.label(operation), code).Inc()
-}
-
 // Operation labels that are not names a client chose.
 const (
 	anonymousOperation = "(anonymous)" // a valid operation without a name

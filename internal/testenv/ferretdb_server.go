@@ -31,7 +31,7 @@ func StartFerretDBServer(dir string) (*FerretDBServer, error) {
 	if err := buildFerretDBServer(s.bin); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}

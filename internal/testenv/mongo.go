@@ -196,6 +196,7 @@ func buildFerretDBServer(bin string) error {
 		return err
 	}
 	build := exec.Command(goBin, "build", "-o", bin, ferretdbServerPkg)
+	build.Dir = moduleDir()
 	build.Env = append(os.Environ(), "GOFLAGS="+withoutRace(os.Getenv("GOFLAGS")))
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %w\n%s", ferretdbServerPkg, err, out)

@@ -67,11 +67,11 @@ func startRedisServer(dir string, cluster bool) (*RedisServer, error) {
 	// so a failed start is retried on new ports.
 	var lastErr error
 	for range 5 {
-		if s.port, err = freePort(); err != nil {
+		if s.port, err = FreePort(); err != nil {
 			return nil, fmt.Errorf("testenv: find free port: %w", err)
 		}
 		if cluster {
-			if s.busPort, err = freePort(); err != nil {
+			if s.busPort, err = FreePort(); err != nil {
 				return nil, fmt.Errorf("testenv: find free port: %w", err)
 			}
 			if s.busPort == s.port {
@@ -240,7 +240,9 @@ func isFile(p string) bool {
 	return err == nil && !fi.IsDir()
 }
 
-func freePort() (int, error) {
+// FreePort returns a loopback TCP port that was free a moment ago, for a server that must be
+// told its port before it starts (and keep it across restarts).
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

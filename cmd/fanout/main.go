@@ -1,0 +1,65 @@
+// Command fanout measures one message to a big group (internal/fanout): N devices, one per
+// member of an N-member group, connected over WebSocket to K gateway processes; it sends M
+// messages to the group and prints what each cost in Redis, how long the devices waited for
+// it and what each idle device holds in the gateway.
+//
+//	go run ./cmd/fanout [-devices N] [-instances 1|2] [-messages M] [-interval D] [-settle D]
+//	    [-dir D] [-gateway PATH]
+//
+// The gateways, and the `group` run that makes the group, are msggate itself: built from this
+// checkout into the run's directory first (go build), or the binary -gateway names. The store
+// and redis-server are started as in the tests, so the tool needs a source checkout and
+// redis-server.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/msggate/msggate/internal/fanout"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// The first signal ends the run; a second one then kills at once.
+	context.AfterFunc(ctx, stop)
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "fanout:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses the flags in args and runs the measurement, its progress and table to stdout.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o := fanout.Options{Out: stdout}
+	fs := flag.NewFlagSet("fanout", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&o.Devices, "devices", fanout.DefaultDevices, "devices, each of one member of the group (the group's size)")
+	fs.IntVar(&o.Instances, "instances", fanout.DefaultInstances, "gateway processes the devices are spread over")
+	fs.IntVar(&o.Messages, "messages", fanout.DefaultMessages, "messages sent to the group")
+	fs.DurationVar(&o.Interval, "interval", fanout.DefaultInterval, "time between two sends")
+	fs.DurationVar(&o.Settle, "settle", fanout.DefaultSettle, "idle time after the last subscription before the gateways' memory is read")
+	fs.StringVar(&o.Dir, "dir", "", "directory for the run's processes and logs (default: a new temporary one, removed after)")
+	gateway := fs.String("gateway", "", "msggate binary to run as the gateways and to make the group (default: built from this checkout into the run's directory)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *gateway != "" {
+		o.Command = []string{*gateway}
+	}
+	_, err := fanout.Run(ctx, o)
+	return err
+}
