@@ -25,7 +25,8 @@ func (c *Chunks) LoadChunks(ctx context.Context, refs []ChunkRef) ([]*im.Chunk, 
 		return c.Store.FindChunks(ctx, docIDsOf(refs))
 	}
 	out := make([]*im.Chunk, len(refs))
-	missIDs := make([]string, 0, len(refs))
+	// The misses are gathered only when there are some: the hot path, every chunk in memory,
+	// allocates nothing but its answer.
 	var missAt []int
 	for i, ref := range refs {
 		if ref.Version != "" {
@@ -34,11 +35,17 @@ func (c *Chunks) LoadChunks(ctx context.Context, refs []ChunkRef) ([]*im.Chunk, 
 				continue
 			}
 		}
-		missIDs = append(missIDs, ref.DocID)
+		if missAt == nil {
+			missAt = make([]int, 0, len(refs)-i)
+		}
 		missAt = append(missAt, i)
 	}
-	if len(missIDs) == 0 {
+	if len(missAt) == 0 {
 		return out, nil
+	}
+	missIDs := make([]string, len(missAt))
+	for j, i := range missAt {
+		missIDs[j] = refs[i].DocID
 	}
 	found, err := c.Store.FindChunks(ctx, missIDs)
 	if err != nil {
