@@ -12,6 +12,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/msggate/msggate/graph/model"
+	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
 )
 
@@ -132,12 +133,14 @@ func TestJSONWritersWriteEverySchemaField(t *testing.T) {
 // chunksNowhere is a chunk source that holds no chunk: every seq reads as MISSING.
 type chunksNowhere struct{ err error }
 
-func (c chunksNowhere) LoadChunks(_ context.Context, docIDs []string) ([]*im.Chunk, error) {
+func (c chunksNowhere) LoadChunks(_ context.Context, refs []history.ChunkRef) ([]*im.Chunk, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	return make([]*im.Chunk, len(docIDs)), nil
+	return make([]*im.Chunk, len(refs)), nil
 }
+
+func (chunksNowhere) Remembered([]history.ChunkRef) ([]*im.Chunk, bool) { return nil, false }
 
 // Ensure the conversation list's writer (model.ConversationConnection) writes every field the
 // schema gives the page, its nodes, their last message and history, and its pageInfo: the

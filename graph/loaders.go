@@ -49,26 +49,20 @@ func (l *Loaders) viewerConversations(ctx context.Context) ([]im.SeqState, error
 }
 
 // LoadChunks reads chunks through the request's chunk loader, so that the reads of every
-// resolver at one depth share one batch (Loaders are the request's history.ChunkSource).
-func (l *Loaders) LoadChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
-	refs := make([]history.ChunkRef, len(docIDs))
-	for i, id := range docIDs {
-		refs[i] = history.ChunkRef{DocID: id}
-	}
-	return l.LoadChunkRefs(ctx, refs)
-}
-
-// LoadChunkRefs is LoadChunks with the chunks version each reader read with its state, so
-// that the source beneath may answer from its copies (history.VersionedChunkSource).
-func (l *Loaders) LoadChunkRefs(ctx context.Context, refs []history.ChunkRef) ([]*im.Chunk, error) {
+// resolver at one depth share one batch (Loaders are the request's history.ChunkSource). Each
+// ref's version lets the source beneath answer from its copies.
+func (l *Loaders) LoadChunks(ctx context.Context, refs []history.ChunkRef) ([]*im.Chunk, error) {
 	// Chunks the source holds in memory under the versions named need no round trip, so they
 	// need not wait for sibling resolvers to fill a batch either.
-	if m, ok := l.source.(history.RememberingChunkSource); ok {
-		if chunks, all := m.Remembered(refs); all {
-			return chunks, nil
-		}
+	if chunks, all := l.source.Remembered(refs); all {
+		return chunks, nil
 	}
 	return l.chunks.LoadMany(ctx, refs)
+}
+
+// Remembered is the source's: the loaders keep nothing beyond the request's batches.
+func (l *Loaders) Remembered(refs []history.ChunkRef) ([]*im.Chunk, bool) {
+	return l.source.Remembered(refs)
 }
 
 // LoadState reads the viewer's seq state in a conversation through the request's state
@@ -109,27 +103,15 @@ func NewLoaders(chunks history.ChunkSource, convs ConversationSource, viewer str
 		source: chunks,
 		convs:  convs,
 		viewer: viewer,
-		chunks: newRequestLoader(o, "chunks", chunkBatch(chunks)),
+		chunks: newRequestLoader(o, "chunks", func(ctx context.Context, refs []history.ChunkRef) ([]*im.Chunk, error) {
+			return chunks.LoadChunks(ctx, refs)
+		}),
 		states: newRequestLoader(o, "states", func(ctx context.Context, ids []string) ([]im.SeqState, error) {
 			return convs.States(ctx, viewer, ids)
 		}),
 		access: newRequestLoader(o, "access", func(ctx context.Context, ids []string) ([]bool, error) {
 			return convs.CanRead(ctx, viewer, ids)
 		}),
-	}
-}
-
-// chunkBatch loads one batch of chunks from source: by version when it keeps versioned copies.
-func chunkBatch(source history.ChunkSource) func(context.Context, []history.ChunkRef) ([]*im.Chunk, error) {
-	if vs, ok := source.(history.VersionedChunkSource); ok {
-		return vs.LoadChunkRefs
-	}
-	return func(ctx context.Context, refs []history.ChunkRef) ([]*im.Chunk, error) {
-		docIDs := make([]string, len(refs))
-		for i, r := range refs {
-			docIDs[i] = r.DocID
-		}
-		return source.LoadChunks(ctx, docIDs)
 	}
 }
 

@@ -24,8 +24,8 @@ type Resolver struct {
 	Sync SyncLog
 	// Ledger is msggate's own seq ledger. The write path's mutations need it.
 	Ledger *imsync.Ledger
-	// Chunks is where the request's loaders read chunks from (history.CachedChunks for
-	// msggate's own store).
+	// Chunks is where the request's loaders read chunks from (history.Chunks over
+	// cache.Chunks for msggate's own store).
 	Chunks history.ChunkSource
 	// AdjustViews is given to every history read (see history.Reader.Adjust); nil for
 	// msggate's own store.

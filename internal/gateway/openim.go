@@ -74,16 +74,18 @@ func (g *Gateway) readPath() readPath {
 	if s := g.OpenIM; s != nil {
 		r := &graph.Resolver{
 			Conversations: s,
-			Chunks:        history.OpenIMChunks(s),
-			AdjustViews:   history.OpenIMQuotes,
-			Logger:        g.Logger,
+			// Read afresh every time: OpenIM's Redis is already the cache in front of its
+			// MongoDB, and only OpenIM knows when an entry goes stale.
+			Chunks:      history.ChunkFunc(s.FindChunks),
+			AdjustViews: openIMQuotes,
+			Logger:      g.Logger,
 		}
 		if g.FollowerLedger != nil {
 			r.Sync, r.Hub = g.FollowerLedger, g.Hub
 			// The feed tells which chunks change, so they can be kept (see OpenIMChunkTTL).
-			chunks := history.NewCachedChunks(history.OpenIMChunkFinder{Store: s}, g.Cache, g.Logger)
-			chunks.ObserveCache = g.Metrics.ObserveChunkCache
-			r.Chunks = chunks
+			cached := cache.NewChunks(s, g.Cache, g.Logger)
+			cached.ObserveCache = g.Metrics.ObserveChunkCache
+			r.Chunks = &history.Chunks{Store: cached}
 		}
 		return readPath{
 			resolver:      r,
@@ -92,13 +94,12 @@ func (g *Gateway) readPath() readPath {
 			checks:        []ops.Check{{Name: "openim-mongodb", Ping: s.PingMongo}, {Name: "openim-redis", Ping: s.PingRedis}, own},
 		}
 	}
-	chunks := history.NewCachedChunks(g.Store, g.Cache, g.Logger)
-	chunks.ObserveCache = g.Metrics.ObserveChunkCache
-	chunks.Memory = g.ChunkMemory
+	cached := cache.NewChunks(g.Store, g.Cache, g.Logger)
+	cached.ObserveCache = g.Metrics.ObserveChunkCache
 	return readPath{
 		resolver: &graph.Resolver{
 			Ledger:   g.Ledger,
-			Chunks:   chunks,
+			Chunks:   &history.Chunks{Store: cached, Memory: g.ChunkMemory},
 			Ingester: g.Ingest,
 			Hub:      g.Hub,
 			Logger:   g.Logger,
@@ -107,6 +108,11 @@ func (g *Gateway) readPath() readPath {
 		checks:        []ops.Check{{Name: "mongodb", Ping: g.Store.Ping}, own},
 	}
 }
+
+// openIMQuotes is OpenIM's quote rewrite on the read path (see openim.ViewQuote): a quote
+// whose quoted message has since been revoked shows the revoke notice instead of the quoted
+// text, as OpenIM's own reads show it.
+var openIMQuotes = history.Quotes(openim.QuotedSeq, openim.ViewQuote)
 
 // authenticator checks msggate's own tokens and, when one is configured, the identity
 // provider's.

@@ -32,7 +32,7 @@ func TestChunkMemory(t *testing.T) {
 		t.Fatalf("replacing a copy: %+v", m.Stats())
 	}
 
-	c := &CachedChunks{Memory: m}
+	c := &Chunks{Memory: m}
 	if got, all := c.Remembered([]ChunkRef{{"si_a_b:0", "9"}, {"si_a_b:2", "7"}}); !all || got[0] != one || got[1] != three {
 		t.Fatalf("Remembered of two held copies: %v %v", got, all)
 	}
@@ -41,7 +41,7 @@ func TestChunkMemory(t *testing.T) {
 			t.Errorf("Remembered(%v) claims every copy", refs)
 		}
 	}
-	if _, all := (&CachedChunks{}).Remembered([]ChunkRef{{"si_a_b:0", "9"}}); all {
+	if _, all := (&Chunks{}).Remembered([]ChunkRef{{"si_a_b:0", "9"}}); all {
 		t.Error("a source without memory remembers nothing")
 	}
 }

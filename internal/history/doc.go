@@ -2,10 +2,12 @@
 // history, the last message, the viewer's visible window (HISTORY_UNAVAILABLE below it) and
 // the per-user view of each seq.
 //
-// It reads through two small interfaces, ChunkSource and StateSource, so that the storage
-// beneath can differ: CachedChunks is msggate's own (decoded copies in process under each
-// conversation's chunks version, then Redis, then MongoDB), OpenIMChunks an OpenIM
-// deployment's, read afresh every time, with OpenIMQuotes as the Reader's Adjust for OpenIM's
-// quote rewrite; the GraphQL layer passes its per-request loaders, which batch every
+// It reads through two small interfaces, ChunkSource and StateSource, and imports no store,
+// so that the storage beneath can differ; the gateway wires it. Chunks makes any store a
+// ChunkSource (a ChunkFinder: msggate's Redis tier over MongoDB, cache.Chunks, or an OpenIM
+// deployment's openim.Store, read afresh every time), with a ChunkMemory in front for
+// msggate's own: decoded copies in process under each conversation's chunks version. A
+// dialect may show messages differently through the Reader's Adjust (Quotes, for OpenIM's
+// quote rewrite). The GraphQL layer passes its per-request loaders, which batch every
 // resolver's reads into one call to the source beneath them.
 package history

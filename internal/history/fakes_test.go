@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
 )
 
@@ -18,8 +19,12 @@ type memChunks struct {
 	calls  [][]string // the doc IDs of each call
 }
 
-func (m *memChunks) LoadChunks(_ context.Context, docIDs []string) ([]*im.Chunk, error) {
-	m.calls = append(m.calls, append([]string(nil), docIDs...))
+func (m *memChunks) LoadChunks(_ context.Context, refs []history.ChunkRef) ([]*im.Chunk, error) {
+	docIDs := make([]string, len(refs))
+	for i, r := range refs {
+		docIDs[i] = r.DocID
+	}
+	m.calls = append(m.calls, docIDs)
 	if m.err != nil {
 		return nil, m.err
 	}
@@ -29,6 +34,8 @@ func (m *memChunks) LoadChunks(_ context.Context, docIDs []string) ([]*im.Chunk,
 	}
 	return out, nil
 }
+
+func (m *memChunks) Remembered([]history.ChunkRef) ([]*im.Chunk, bool) { return nil, false }
 
 // put stores slot at seq of conv, creating its chunk as a store would.
 func (m *memChunks) put(conv string, seq int64, slot im.Slot) {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
-	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/testenv"
 )
@@ -35,7 +34,7 @@ const (
 
 type layouts struct {
 	first   int64 // the page is first..first+pageSize-1
-	reader  *history.CachedChunks
+	reader  *cache.Chunks
 	rdb     *redis.Client
 	flat    *mongo.Collection
 	docIDs  []string
@@ -54,7 +53,7 @@ func setupLayouts(b *testing.B, first int64) *layouts {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
 	b.Cleanup(func() { _ = rdb.Close() })
-	l := &layouts{first: first, reader: history.NewCachedChunks(store, cache.New(rdb, cache.Options{}), nil), rdb: rdb, flat: db.Collection("msg_flat")}
+	l := &layouts{first: first, reader: cache.NewChunks(store, cache.New(rdb, cache.Options{}), nil), rdb: rdb, flat: db.Collection("msg_flat")}
 
 	msgs := make([]*im.Message, benchMessages)
 	flatDocs := make([]any, benchMessages)
@@ -87,7 +86,7 @@ func setupLayouts(b *testing.B, first int64) *layouts {
 
 // readChunked reads the page through msggate's read path and checks it is complete.
 func (l *layouts) readChunked(b *testing.B) {
-	chunks, err := l.reader.LoadChunks(context.Background(), l.docIDs)
+	chunks, err := l.reader.FindChunks(context.Background(), l.docIDs)
 	if err != nil {
 		b.Fatal(err)
 	}

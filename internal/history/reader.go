@@ -86,17 +86,7 @@ func (r Reader) LastMessages(ctx context.Context, conversationIDs []string) ([]*
 	if len(refs) == 0 {
 		return out, nil
 	}
-	var chunks []*im.Chunk
-	var err error
-	if vs, ok := r.Chunks.(VersionedChunkSource); ok {
-		chunks, err = vs.LoadChunkRefs(ctx, refs)
-	} else {
-		docIDs := make([]string, len(refs))
-		for j, ref := range refs {
-			docIDs[j] = ref.DocID
-		}
-		chunks, err = r.Chunks.LoadChunks(ctx, docIDs)
-	}
+	chunks, err := r.Chunks.LoadChunks(ctx, refs)
 	if err != nil {
 		return nil, err
 	}

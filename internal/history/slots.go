@@ -13,37 +13,27 @@ func Slots(ctx context.Context, chunks ChunkSource, conversationID string, seqs 
 }
 
 // slotsAt is Slots for a reader that read the conversation's chunks version with its state
-// (version, "" when unknown), so that a VersionedChunkSource may answer from its copies.
+// (version, "" when unknown), so that a source that keeps copies may answer from them.
 func slotsAt(ctx context.Context, chunks ChunkSource, conversationID, version string, seqs []int64) ([]*im.Slot, error) {
 	out := make([]*im.Slot, len(seqs))
 	if len(seqs) == 0 {
 		return out, nil
 	}
 	groups := im.GroupSeqsByDocID(conversationID, seqs)
-	docIDs := make([]string, len(groups))
+	refs := make([]ChunkRef, len(groups))
 	for i, g := range groups {
-		docIDs[i] = g.DocID
+		refs[i] = ChunkRef{DocID: g.DocID, Version: version}
 	}
-	var found []*im.Chunk
-	var err error
-	if vs, ok := chunks.(VersionedChunkSource); ok && version != "" {
-		refs := make([]ChunkRef, len(docIDs))
-		for i, id := range docIDs {
-			refs[i] = ChunkRef{DocID: id, Version: version}
-		}
-		found, err = vs.LoadChunkRefs(ctx, refs)
-	} else {
-		found, err = chunks.LoadChunks(ctx, docIDs)
-	}
+	found, err := chunks.LoadChunks(ctx, refs)
 	if err != nil {
 		return nil, err
 	}
-	if len(found) != len(docIDs) {
-		return nil, im.Errorf(im.EINTERNAL, "chunk source answered %d of %d chunks", len(found), len(docIDs))
+	if len(found) != len(refs) {
+		return nil, im.Errorf(im.EINTERNAL, "chunk source answered %d of %d chunks", len(found), len(refs))
 	}
 	byDoc := make(map[string]*im.Chunk, len(found))
 	for i, c := range found {
-		byDoc[docIDs[i]] = c
+		byDoc[refs[i].DocID] = c
 	}
 	for i, s := range seqs {
 		out[i] = byDoc[im.DocID(conversationID, s)].Slot(s)

@@ -9,6 +9,17 @@ import (
 	"github.com/msggate/msggate/internal/im"
 )
 
+// FindChunks reads whole chunks by doc ID, aligned with docIDs (Chunks with every seq of each
+// chunk): what the read path reads, afresh every time, or behind msggate's cache when the feed
+// reports OpenIM's changes.
+func (s *Store) FindChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
+	groups := make([]im.SeqGroup, len(docIDs))
+	for i, id := range docIDs {
+		groups[i] = im.SeqGroup{DocID: id}
+	}
+	return s.Chunks(ctx, groups)
+}
+
 // Chunks returns the chunks the groups name, aligned with groups: MongoDB's chunk documents
 // (one $in query for all of them) with the messages OpenIM has accepted but not yet written to
 // MongoDB filled in from its Redis message cache (one pipelined round trip for all of them).

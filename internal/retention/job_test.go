@@ -11,7 +11,6 @@ import (
 
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
-	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/retention"
 	imsync "github.com/msggate/msggate/internal/sync"
@@ -116,8 +115,8 @@ func TestRunOnceDeletesOldChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Warm the chunk cache, as reads would have.
-	reader := history.NewCachedChunks(e.store, e.cache, nil)
-	if _, err := reader.LoadChunks(e.ctx, []string{"sg_old:0", "sg_old:2", "sg_mixed:0"}); err != nil {
+	reader := cache.NewChunks(e.store, e.cache, nil)
+	if _, err := reader.FindChunks(e.ctx, []string{"sg_old:0", "sg_old:2", "sg_mixed:0"}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,4 +1,4 @@
-package history
+package cache
 
 import (
 	"context"
@@ -7,42 +7,36 @@ import (
 	"testing"
 	"time"
 
-	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/im"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // Ensure concurrent misses of one chunk at one version cost one MongoDB read, while another
 // version, no version, or a shared read that failed each get a read of their own.
 func TestSharedChunkReads(t *testing.T) {
 	ctx := context.Background()
-	m := testenv.Mongo(t)
+	const conv = "si_alice_bob"
+	doc := im.ChunkDocID(conv, 0)
 	var finds atomic.Int32
 	var hold atomic.Bool
 	release := make(chan struct{})
-	store, err := chunkstore.Connect(ctx, chunkstore.Options{URI: m.URI(), Database: m.Database(), SoleWriter: true,
-		OnCommand: func(ctx context.Context, cmd, coll string) {
-			if cmd != "find" || coll != chunkstore.CollectionChunks {
-				return
+	// A store that counts its reads and, while hold is set, keeps each read until release
+	// closes or its reader's context ends (then fails it, as a driver does).
+	store := storeFunc(func(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
+		finds.Add(1)
+		if hold.Load() {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, im.Unavailable("message store", ctx.Err())
 			}
-			finds.Add(1)
-			if hold.Load() {
-				select {
-				case <-release:
-				case <-ctx.Done():
-				}
-			}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close(context.Background()) })
-	const conv = "si_alice_bob"
-	msg := &im.Message{SendID: "alice", RecvID: "bob", ClientMsgID: "c1", ContentType: 101, Content: "hello", Seq: 1, SendTime: 1}
-	if _, err := store.WriteMessages(ctx, conv, []*im.Message{msg}); err != nil {
-		t.Fatal(err)
-	}
-	doc := im.ChunkDocID(conv, 0)
+		}
+		out := make([]*im.Chunk, len(docIDs))
+		for i, id := range docIDs {
+			out[i] = im.NewChunk(id)
+			out[i].Slots[0].Msg = &im.Message{SendID: "alice", RecvID: "bob", ClientMsgID: "c1", ContentType: 101, Content: "hello", Seq: 1, SendTime: 1}
+		}
+		return out, nil
+	})
 	var reads sharedReads
 	type result struct {
 		chunks []*im.Chunk
@@ -70,8 +64,7 @@ func TestSharedChunkReads(t *testing.T) {
 	}
 
 	// Five readers at version 7 and one at version 8, the first read held back until all
-	// have arrived. Counting starts here: opening the store looked at the collection once.
-	finds.Store(0)
+	// have arrived.
 	hold.Store(true)
 	out := make(chan result, 6)
 	go read(ctx, "7", out)
@@ -128,4 +121,11 @@ func TestSharedChunkReads(t *testing.T) {
 	if n := finds.Load(); n != 2 {
 		t.Fatalf("a failed shared read and its retry sent %d chunk finds, want 2", n)
 	}
+}
+
+// storeFunc lets a function be a ChunkStore.
+type storeFunc func(ctx context.Context, docIDs []string) ([]*im.Chunk, error)
+
+func (f storeFunc) FindChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
+	return f(ctx, docIDs)
 }

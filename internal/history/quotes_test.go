@@ -8,6 +8,7 @@ import (
 
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/openim"
 )
 
 // quote is the content of an OpenIM quote (content type 114) of the message at seq.
@@ -23,11 +24,11 @@ func quote(t *testing.T, quoted *im.Message, seq int64) string {
 	return string(b)
 }
 
-// Ensure OpenIM's quote rewrite runs on the read path: a quote of a revoked message loses the
+// Ensure a dialect's quote rewrite (OpenIM's here) runs on the read path: a quote of a revoked message loses the
 // quoted text, a quote of a standing one keeps it, the quoted seqs of a page cost one more
 // call to the chunk source (beyond the page's own), and a quote naming no possible seq is
 // read as OpenIM reads it without asking the source.
-func TestOpenIMQuotes(t *testing.T) {
+func TestQuotes(t *testing.T) {
 	chunks := &memChunks{}
 	chunks.put(conv, 1, im.Slot{Msg: msgAt(1), Revoke: &im.Revoke{UserID: "alice", Role: 100, Time: 5}})
 	chunks.put(conv, 2, im.Slot{Msg: msgAt(2)})
@@ -38,7 +39,7 @@ func TestOpenIMQuotes(t *testing.T) {
 		chunks.put(conv, seq, im.Slot{Msg: m})
 	}
 	r := reader(chunks, im.SeqState{MaxSeq: 204})
-	r.Adjust = history.OpenIMQuotes
+	r.Adjust = history.Quotes(openim.QuotedSeq, openim.ViewQuote)
 
 	views, err := r.Messages(context.Background(), conv, []int64{201, 202, 203, 204})
 	if err != nil {
