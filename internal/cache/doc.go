@@ -14,7 +14,7 @@
 //	<prefix>{u:<userID>}:log                  hash {epoch, pos, <conversationID>|x, <conversationID>|m}: the event log's head and the max and min seqs it has seen
 //	<prefix>{u:<userID>}:events               list: the user's events, oldest first (also the pub/sub channel's name)
 //	<prefix>{u:<userID>}:evkeys               sorted set: the keys of the changes the log announced, by time, kept as long as the events
-//	<prefix>instance:<id>                     string: a gateway instance is alive (see sync.Ledger.Heartbeat)
+//	<prefix>instance:<id>                     string: a gateway instance is alive (see sync.Outbox.Heartbeat)
 //	<prefix>apq:<sha256>                      string: a persisted query's text
 //
 // Every cached value is a copy of MongoDB's; MongoDB is written first. Monotonic values (max,

@@ -47,13 +47,13 @@ type Gateway struct {
 	// OpenIM is the deployment an OpenIM-mode gateway serves (Config.OpenIM); then Store,
 	// Ledger, Ingest and Hub are nil, and Secret too: clients present OpenIM's tokens.
 	OpenIM *openim.Store
-	// FollowerLedger and Follower serve sync in OpenIM mode when its Kafka is configured
-	// (Config.OpenIM.Feed): the ledger reads OpenIM's stores and msggate's event logs, the
+	// FollowerLog and Follower serve sync in OpenIM mode when its Kafka is configured
+	// (Config.OpenIM.Feed): the log reads OpenIM's stores and msggate's event logs, the
 	// follower fills the logs from OpenIM's changes. nil otherwise.
-	FollowerLedger *imsync.Ledger
-	Follower       *openimsync.Follower
-	Logger         *slog.Logger
-	Metrics        *ops.Metrics // this gateway's own Prometheus registry, served on /metrics
+	FollowerLog *imsync.EventLog
+	Follower    *openimsync.Follower
+	Logger      *slog.Logger
+	Metrics     *ops.Metrics // this gateway's own Prometheus registry, served on /metrics
 	// IdentityProvider checks the tokens of the identity provider Config.IdentityProvider
 	// names, accepted besides msggate's own; nil when none is configured.
 	IdentityProvider *auth.IdentityProvider
@@ -151,7 +151,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 	g.Ledger = imsync.NewLedger(g.Store, g.Cache, imsync.Options{Logger: logger, IntentHandoff: cfg.IntentHandoff})
 	g.Ingest = ingest.New(g.Store, g.Cache, g.Ledger, ingest.Options{})
 	g.startRelay(logger)
-	g.Hub = imsync.NewHub(g.Ledger, g.Cache, imsync.HubOptions{OnDrop: g.Metrics.CountDroppedSubscriber})
+	g.Hub = imsync.NewHub(g.Ledger.Events(), g.Cache, imsync.HubOptions{OnDrop: g.Metrics.CountDroppedSubscriber})
 	g.Metrics.WatchSubscribers(g.Hub.Subscribers)
 	g.Metrics.WatchLiveSubscribers(g.Hub.LiveSubscribers)
 	g.closers = append(g.closers, g.Hub.Close)

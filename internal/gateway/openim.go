@@ -78,8 +78,8 @@ func (g *Gateway) readPath() readPath {
 			AdjustViews:   history.OpenIMQuotes,
 			Logger:        g.Logger,
 		}
-		if g.FollowerLedger != nil {
-			r.Sync, r.Hub = g.FollowerLedger, g.Hub
+		if g.FollowerLog != nil {
+			r.Sync, r.Hub = g.FollowerLog, g.Hub
 			// The feed tells which chunks change, so they can be kept (see OpenIMChunkTTL).
 			chunks := history.NewCachedChunks(history.OpenIMChunkFinder{Store: s}, g.Cache, g.Logger)
 			chunks.ObserveCache = g.Metrics.ObserveChunkCache

@@ -291,7 +291,7 @@ func TestRelayLeavesALiveInstancesIntentsAlone(t *testing.T) {
 		}
 		return nil
 	}})
-	go ledger.Heartbeat(alive)
+	go ledger.Outbox().Heartbeat(alive)
 	writer := ingest.New(g.Store, g.Cache, ledger, ingest.Options{})
 	since := syncToken(g, "bob")
 	msg := &im.Message{SendID: "alice", RecvID: "bob", ContentType: 101, Content: "slow", ClientMsgID: "slow"}

@@ -27,7 +27,7 @@ type RelayOptions struct {
 }
 
 // Relay finishes the changes whose writers left their intents behind (see
-// imsync.Ledger.BeginIntent): every instance runs one, and an intent past its Due whose writer
+// imsync.Outbox.BeginIntent): every instance runs one, and an intent past its Due whose writer
 // has stopped (its instance's own) or whose instance is dead is taken by the first that finds
 // it. Finishing an intent twice announces nothing twice (events carry the
 // change's key), so two instances taking one intent cost work, not correctness.
@@ -56,7 +56,7 @@ func NewRelay(in *Ingester, opts RelayOptions) *Relay {
 // Run finishes due intents until ctx ends. It also says this instance is alive, so that other
 // instances leave its writers' intents alone.
 func (r *Relay) Run(ctx context.Context) {
-	go r.in.ledger.Heartbeat(ctx)
+	go r.in.outbox.Heartbeat(ctx)
 	for {
 		wait := r.opts.Interval/2 + rand.N(r.opts.Interval)
 		select {
@@ -79,7 +79,7 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	}
 	// A writer that is still at work, here or on a live instance, is left to finish, however
 	// slow the store makes it: taking its work over would only add load to a busy store.
-	if due, err = r.in.ledger.Orphaned(ctx, due); err != nil || len(due) == 0 {
+	if due, err = r.in.outbox.Orphaned(ctx, due); err != nil || len(due) == 0 {
 		return 0, err
 	}
 	var claimed []chunkstore.Intent
