@@ -12,8 +12,8 @@ import (
 
 // RelayOptions configures a Relay. The zero value is usable.
 type RelayOptions struct {
-	// Interval is how often the outbox is looked at for intents past their Due. Default 1s,
-	// each wait drawn between half and one and a half of it, so instances do not look at once.
+	// Interval is how often the outbox is looked at for intents past their Due. Default
+	// DefaultRelayInterval, each wait drawn between half and one and a half of it, so instances do not look at once.
 	Interval time.Duration
 	// Batch bounds the intents taken per look; their chunks are read in one store read.
 	// Default 50.
@@ -26,11 +26,15 @@ type RelayOptions struct {
 	Logger *slog.Logger
 }
 
+// DefaultRelayInterval is RelayOptions.Interval's default: an intent left behind is announced
+// within about a second of its Due.
+const DefaultRelayInterval = time.Second
+
 // Relay finishes the changes whose writers left their intents behind (see
 // imsync.Outbox.BeginIntent): every instance runs one, and an intent past its Due whose writer
 // has stopped (its instance's own) or whose instance is dead is taken by the first that finds
-// it. Finishing an intent twice announces nothing twice (events carry the
-// change's key), so two instances taking one intent cost work, not correctness.
+// it. Finishing an intent twice announces nothing twice (events carry the change's key), so
+// two instances taking one intent cost work, not correctness.
 type Relay struct {
 	in   *Ingester
 	opts RelayOptions
@@ -39,7 +43,7 @@ type Relay struct {
 // NewRelay returns a relay for the ingester's store.
 func NewRelay(in *Ingester, opts RelayOptions) *Relay {
 	if opts.Interval <= 0 {
-		opts.Interval = time.Second
+		opts.Interval = DefaultRelayInterval
 	}
 	if opts.Batch <= 0 {
 		opts.Batch = 50
