@@ -67,18 +67,32 @@ type Gateway struct {
 	// (Config.StoreRequests, graph.HandlerOptions.StoreRequests).
 	StoreRequests *admission.Limiter
 
-	closers []func() error
-	server  *http.Server
+	observers Observers
+	closers   []func() error
+	server    *http.Server
 }
 
 // Open connects to (or starts) MongoDB and Redis and wires every part, without serving.
-func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err error) {
+func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Gateway, error) {
+	return OpenObserved(ctx, cfg, Observers{}, logger)
+}
+
+// Observers watch a gateway's MongoDB commands and Redis round trips as they are made. Tests
+// count them, or hold a command back (internal/gateway/gatewaytest); a gateway that serves
+// has none, and reports its commands and round trips as metrics instead.
+type Observers struct {
+	OnMongoCommand   chunkstore.CommandStarted
+	OnRedisRoundTrip cache.RoundTripObserver
+}
+
+// OpenObserved is Open with observers.
+func OpenObserved(ctx context.Context, cfg Config, obs Observers, logger *slog.Logger) (g *Gateway, err error) {
 	if cfg.LogOutput == nil {
 		cfg.LogOutput = os.Stderr
 	}
 	// Every line logged with a request's context carries its request_id.
 	logger = ops.WithRequestIDs(logger)
-	opened := &Gateway{Config: cfg, Logger: logger, Metrics: ops.NewMetrics(),
+	opened := &Gateway{Config: cfg, observers: obs, Logger: logger, Metrics: ops.NewMetrics(),
 		StoreAdmission: admission.New(admission.Options{Name: "message store", MaxInFlight: cfg.StoreConcurrency,
 			MaxQueue: cfg.AdmissionQueue, MaxWait: cfg.AdmissionWait}),
 		CacheAdmission: admission.New(admission.Options{Name: "cache", MaxInFlight: cmp.Or(cfg.RedisConcurrency, DefaultRedisConcurrency()),
@@ -132,7 +146,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 		EventLogMaxLen: cfg.EventLogMaxLen,
 		EventLogMaxAge: cfg.EventLogMaxAge,
 		ObserveCall:    g.Metrics.ObserveRedisCall,
-		OnRoundTrip:    cfg.OnRedisRoundTrip,
+		OnRoundTrip:    obs.OnRedisRoundTrip,
 		Admission:      g.CacheAdmission,
 	}); err != nil {
 		return nil, err
@@ -181,7 +195,7 @@ func (g *Gateway) openStore(ctx context.Context) (err error) {
 		URI:            mongoURI,
 		Database:       cfg.MongoDatabase,
 		ObserveCommand: g.Metrics.ObserveMongoCommand,
-		OnCommand:      cfg.OnMongoCommand,
+		OnCommand:      g.observers.OnMongoCommand,
 		SoleWriter:     embeddedStore,
 		Admission:      g.StoreAdmission,
 		// A gateway answers at once even when it starts while the store is down or

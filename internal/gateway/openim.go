@@ -41,10 +41,10 @@ func (g *Gateway) openOpenIM(ctx context.Context) (err error) {
 			URI:            cfg.MongoURI,
 			Database:       cfg.MongoDatabase,
 			ObserveCommand: g.Metrics.ObserveMongoCommand,
-			OnCommand:      cfg.OnMongoCommand,
+			OnCommand:      g.observers.OnMongoCommand,
 		},
 		RedisURL: cfg.OpenIM.RedisURL,
-		Redis:    cache.Options{ObserveCall: g.Metrics.ObserveRedisCall, OnRoundTrip: cfg.OnRedisRoundTrip},
+		Redis:    cache.Options{ObserveCall: g.Metrics.ObserveRedisCall, OnRoundTrip: g.observers.OnRedisRoundTrip},
 	}, openim.Options{Secret: cfg.OpenIM.Secret, MemoTTL: memoTTL})
 	if err != nil {
 		return err

@@ -26,7 +26,7 @@ const (
 func startWithRelay(t *testing.T) *gatewaytest.Gateway {
 	return gatewaytest.StartWith(t, func(c *gateway.Config) {
 		c.IntentHandoff, c.RelayInterval = testHandoff, testRelayInterval
-		c.RateLimit = -1
+		c.Handler.RateLimit = -1
 	})
 }
 
