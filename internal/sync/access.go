@@ -43,11 +43,6 @@ func (l *Ledger) ParseConversationID(id string) (im.Conversation, error) {
 	return im.ParseConversationID(id)
 }
 
-// parseConversationID is ParseConversationID as the event log reads it (stateReader).
-func (l *Ledger) parseConversationID(id string) (im.Conversation, error) {
-	return im.ParseConversationID(id)
-}
-
 // CanRead reports, aligned with conversationIDs, whether userID may read each conversation
 // (Memberships, for IDs not yet parsed). A malformed ID is EINVALID.
 func (l *Ledger) CanRead(ctx context.Context, userID string, conversationIDs []string) ([]bool, error) {

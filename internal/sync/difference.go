@@ -124,7 +124,7 @@ func (e *EventLog) groupStreams(ctx context.Context, userID string) ([]string, e
 	}
 	var out []string
 	for _, id := range ids {
-		if c, err := e.state.parseConversationID(id); err == nil && c.Kind.IsGroup() {
+		if c, err := e.state.ParseConversationID(id); err == nil && c.Kind.IsGroup() {
 			out = append(out, id)
 		}
 	}
@@ -183,7 +183,7 @@ func (e *EventLog) GroupHeads(ctx context.Context, userID string) (map[string]im
 func (e *EventLog) groupHeads(ctx context.Context, ids []string) (map[string]im.Cursor, error) {
 	var reads []cache.GroupRead
 	for _, id := range ids {
-		if c, err := e.state.parseConversationID(id); err == nil && c.Kind.IsGroup() {
+		if c, err := e.state.ParseConversationID(id); err == nil && c.Kind.IsGroup() {
 			reads = append(reads, cache.GroupRead{ConversationID: id})
 		}
 	}

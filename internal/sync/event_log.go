@@ -33,7 +33,7 @@ type EventLog struct {
 type stateReader interface {
 	statesMany(ctx context.Context, queries []cache.StateQuery, withHeads bool) ([][]im.SeqState, []im.Cursor, error)
 	conversationList(ctx context.Context, userID string) ([]string, error)
-	parseConversationID(id string) (im.Conversation, error)
+	ParseConversationID(id string) (im.Conversation, error)
 }
 
 // personalReaders returns the users whose own logs take a change in a conversation that is not
@@ -74,7 +74,7 @@ func (e *EventLog) AnnounceMessages(ctx context.Context, msgs []StoredMessage) e
 	var grouped []cache.GroupAppend
 	var personal []StoredMessage
 	for _, m := range msgs {
-		conv, err := e.state.parseConversationID(m.ConversationID)
+		conv, err := e.state.ParseConversationID(m.ConversationID)
 		if err != nil {
 			return err
 		}
@@ -106,7 +106,7 @@ func (e *EventLog) announcePersonalMessages(ctx context.Context, msgs []StoredMe
 		if _, ok := members[m.ConversationID]; ok {
 			continue
 		}
-		conv, err := e.state.parseConversationID(m.ConversationID)
+		conv, err := e.state.ParseConversationID(m.ConversationID)
 		if err != nil {
 			return err
 		}

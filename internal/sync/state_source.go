@@ -37,7 +37,7 @@ func (s sourceState) conversationList(ctx context.Context, userID string) ([]str
 	return s.src.ConversationIDs(ctx, userID)
 }
 
-func (s sourceState) parseConversationID(id string) (im.Conversation, error) {
+func (s sourceState) ParseConversationID(id string) (im.Conversation, error) {
 	return s.src.ParseConversationID(id)
 }
 
