@@ -25,7 +25,7 @@ type ConversationSource interface {
 	UserConversations(ctx context.Context, userID string) ([]im.SeqState, error)
 }
 
-// SyncLog is the per-user event log multi-device sync reads (*imsync.Ledger).
+// SyncLog is the per-user event log multi-device sync reads (*imsync.EventLog).
 type SyncLog interface {
 	// Summary returns userID's state summary and the log token it is valid from.
 	Summary(ctx context.Context, userID string) (imsync.Summary, error)
@@ -44,13 +44,13 @@ func (r *Resolver) conversations() ConversationSource {
 	return nil
 }
 
-// syncLog returns the resolver's event log (Sync, else the Ledger), nil when there is none.
+// syncLog returns the resolver's event log (Sync, else the Ledger's), nil when there is none.
 func (r *Resolver) syncLog() SyncLog {
 	if r.Sync != nil {
 		return r.Sync
 	}
 	if r.Ledger != nil {
-		return r.Ledger
+		return r.Ledger.Events()
 	}
 	return nil
 }

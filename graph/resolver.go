@@ -20,7 +20,7 @@ import (
 type Resolver struct {
 	// Conversations answers what reads need about conversations; nil: Ledger.
 	Conversations ConversationSource
-	// Sync is the per-user event log; nil: Ledger, and without a Ledger there is none.
+	// Sync is the per-user event log; nil: the Ledger's, and without a Ledger there is none.
 	Sync SyncLog
 	// Ledger is msggate's own seq ledger. The write path's mutations need it.
 	Ledger *imsync.Ledger

@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/im"
@@ -126,9 +127,10 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	defer redisServer.Stop()
 	cfg := gateway.Config{
-		DataDir:    dir,
-		RedisURL:   redisServer.URL(),
-		RateLimit:  -1, // the bench measures the read path, not the limiter's round trip
+		DataDir:  dir,
+		RedisURL: redisServer.URL(),
+		// The bench measures the read path, not the limiter's round trip.
+		Handler:    graph.HandlerOptions{RateLimit: -1},
 		LogOutput:  io.Discard,
 		Playground: false,
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/embedded"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/openim/openimtest"
@@ -67,7 +68,7 @@ func startOpenIM(ctx context.Context, dir, redisURL, redisAddr string, configure
 
 	// As the bench's own gateway: tuned by Options.Gateway, rate limit off; then pointed at
 	// the deployment, whose Redis also serves as the gateway's own.
-	cfg := gateway.Config{RateLimit: -1, LogOutput: io.Discard}
+	cfg := gateway.Config{Handler: graph.HandlerOptions{RateLimit: -1}, LogOutput: io.Discard}
 	if configure != nil {
 		configure(&cfg)
 	}

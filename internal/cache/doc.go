@@ -28,7 +28,7 @@
 //	<prefix>{u:<userID>}:evkeys               sorted set: the keys of the changes the log announced, by time, kept as long as the events
 //	<prefix>{u:<userID>}:rate                 hash: the user's request token bucket
 //	<prefix>{a:<address>}:rate                hash: the request token bucket of a client address without a valid token
-//	<prefix>instance:<id>                     string: a gateway instance is alive (see sync.Ledger.Heartbeat)
+//	<prefix>instance:<id>                     string: a gateway instance is alive (see sync.Outbox.Heartbeat)
 //	<prefix>apq:<sha256>                      string: a persisted query's text
 //	<prefix>followed                          sorted set: OpenIM mode's followed conversations, by when their seq last moved
 //	<prefix>followed:since                    string: when OpenIM mode's follower began (ms)

@@ -69,34 +69,25 @@ const (
 // Config is everything a gateway needs to start. RegisterFlags fills it from flags and the
 // environment; the flag wins.
 type Config struct {
-	Addr          string // MSGGATE_ADDR, default DefaultAddr
-	DataDir       string // MSGGATE_DATA_DIR, default DefaultDataDir: embedded store and generated secret
-	MongoURI      string // MSGGATE_MONGO_URI; empty: FerretDB in-process on SQLite under DataDir
-	MongoDatabase string // MSGGATE_MONGO_DATABASE, default chunkstore.DefaultDatabase
-	RedisURL      string // MSGGATE_REDIS_URL; empty: an in-process Redis-compatible server
-	JWTSecret     string // MSGGATE_JWT_SECRET (no flag); empty: generated once and kept in DataDir
-	Introspection bool
+	Addr          string    // MSGGATE_ADDR, default DefaultAddr
+	DataDir       string    // MSGGATE_DATA_DIR, default DefaultDataDir: embedded store and generated secret
+	MongoURI      string    // MSGGATE_MONGO_URI; empty: FerretDB in-process on SQLite under DataDir
+	MongoDatabase string    // MSGGATE_MONGO_DATABASE, default chunkstore.DefaultDatabase
+	RedisURL      string    // MSGGATE_REDIS_URL; empty: an in-process Redis-compatible server
+	JWTSecret     string    // MSGGATE_JWT_SECRET (no flag); empty: generated once and kept in DataDir
 	Playground    bool      // serve GraphiQL at /
 	LogOutput     io.Writer // where embedded servers log warnings; default os.Stderr
 
-	// Request limits (graph.HandlerOptions): zero takes the default, negative switches off.
-	MaxBodyBytes   int64         // default graph.DefaultMaxBodyBytes
-	MaxTokens      int           // parser tokens of a query; default graph.DefaultMaxTokens
-	MaxDepth       int           // nesting of fields, introspection aside; default graph.DefaultMaxDepth
-	MaxAliases     int           // default graph.DefaultMaxAliases
-	MaxComplexity  int           // default graph.DefaultMaxComplexity
-	RateLimit      float64       // requests a second per user, sustained; default graph.DefaultRateLimit
-	RateBurst      int           // requests per user at once; default graph.DefaultRateBurst
-	RequestTimeout time.Duration // default graph.DefaultRequestTimeout
+	// Handler is the GraphQL handler's settings: introspection, the request limits and rate
+	// limits, the WebSocket connection limits and keepalive, the dataloaders. Zero takes the
+	// default, negative switches a limit off (graph.HandlerOptions). The gateway sets the rest
+	// of it itself, from what it opens: the authenticator and its secret, the token header,
+	// the rate limiter, persisted queries, admission, the logger and metrics.
+	Handler graph.HandlerOptions
 
-	// Connection limits: zero takes the default, negative switches off.
-	IdleTimeout                     time.Duration // idle keep-alive HTTP connections; default DefaultIdleTimeout
-	ReadTimeout                     time.Duration // reading one HTTP request; default DefaultReadTimeout
-	AnonymousRateLimit              float64       // requests a second per address without a valid token; default graph.DefaultAnonymousRateLimit
-	AnonymousRateBurst              int           // default graph.DefaultAnonymousRateBurst
-	MaxConnectionsPerUser           int           // WebSocket connections per user and instance; default graph.DefaultMaxConnectionsPerUser
-	MaxPendingConnectionsPerAddress int           // WebSocket connections per address before connection_init; default graph.DefaultMaxPendingConnectionsPerAddress
-	ClientIPHeader                  string        // header a proxy in front gives the client address in; empty: the connection's
+	// HTTP connection limits: zero takes the default, negative switches off.
+	IdleTimeout time.Duration // idle keep-alive HTTP connections; default DefaultIdleTimeout
+	ReadTimeout time.Duration // reading one HTTP request; default DefaultReadTimeout
 
 	// Overload (internal/admission): zero takes the default, negative switches off.
 	StoreConcurrency int           // MongoDB operations in flight per instance; default admission.DefaultMaxInFlight
@@ -104,8 +95,6 @@ type Config struct {
 	RedisConcurrency int           // Redis round trips in flight per instance; default DefaultRedisConcurrency()
 	AdmissionQueue   int           // operations waiting for each of them; default admission.DefaultMaxQueue
 	AdmissionWait    time.Duration // longest wait for either; default admission.DefaultMaxWait
-	ConnectionRate   float64       // new WebSocket connections a second per instance; default graph.DefaultConnectionRate
-	ConnectionBurst  int           // default graph.DefaultConnectionBurst
 
 	// ChunkMemory bounds the decoded chunks each instance keeps in process, in bytes; default
 	// history.DefaultChunkMemoryBytes, negative switches it off (every read goes to Redis).
@@ -114,12 +103,11 @@ type Config struct {
 	// Sync: the per-user event log and live subscriptions.
 	EventLogMaxLen int64         // events kept per user; default cache.DefaultEventLogMaxLen
 	EventLogMaxAge time.Duration // how long an event is kept; default cache.DefaultEventLogMaxAge
-	KeepAlive      time.Duration // WebSocket keepalive ping interval; default graph.DefaultKeepAlive
 
 	// Announcing every stored change (the outbox and its relay): how long a writer has to
 	// announce its own change before the relay may, and how often the relay looks.
 	IntentHandoff time.Duration // default imsync.DefaultIntentHandoff
-	RelayInterval time.Duration // default 1s
+	RelayInterval time.Duration // default ingest.DefaultRelayInterval
 
 	// Retention deletes whole chunks older than a number of days (off by default).
 	Retention RetentionConfig
@@ -129,12 +117,6 @@ type Config struct {
 
 	// Tokens of an identity provider, accepted besides msggate's own (off by default).
 	IdentityProvider IdentityProviderConfig
-
-	// For tests: watch MongoDB commands and Redis round trips (to count them, or to hold a
-	// command back), and tune the dataloaders.
-	OnMongoCommand   chunkstore.CommandStarted
-	OnRedisRoundTrip cache.RoundTripObserver
-	Loaders          graph.LoaderOptions
 }
 
 // DefaultRedisConcurrency is go-redis's default pool size (10 connections per CPU): more round
@@ -151,34 +133,34 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MongoURI, "mongo-uri", env(EnvMongoURI, ""), "MongoDB URI; empty runs FerretDB in-process ("+EnvMongoURI+")")
 	fs.StringVar(&c.MongoDatabase, "mongo-db", env(EnvMongoDatabase, chunkstore.DefaultDatabase), "MongoDB database ("+EnvMongoDatabase+")")
 	fs.StringVar(&c.RedisURL, "redis-url", env(EnvRedisURL, ""), "Redis URL; empty runs an in-process Redis ("+EnvRedisURL+")")
-	fs.BoolVar(&c.Introspection, "introspection", true, "allow GraphQL schema introspection")
+	fs.BoolVar(&c.Handler.Introspection, "introspection", true, "allow GraphQL schema introspection")
 	fs.BoolVar(&c.Playground, "playground", true, "serve GraphiQL at /")
-	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", graph.DefaultMaxBodyBytes, "largest request body; negative: no limit")
-	fs.IntVar(&c.MaxTokens, "max-tokens", graph.DefaultMaxTokens, "most tokens in a query; negative: no limit")
-	fs.IntVar(&c.MaxDepth, "max-depth", graph.DefaultMaxDepth, "deepest nesting of fields in a query, introspection aside; negative: no limit")
-	fs.IntVar(&c.MaxAliases, "max-aliases", graph.DefaultMaxAliases, "most aliases in a query; negative: no limit")
-	fs.IntVar(&c.MaxComplexity, "max-complexity", graph.DefaultMaxComplexity, "highest cost of a query, about the objects it may resolve; negative: no limit")
-	fs.Float64Var(&c.RateLimit, "rate-limit", graph.DefaultRateLimit, "requests a second each user may make, sustained; negative: no rate limit")
-	fs.IntVar(&c.RateBurst, "rate-burst", graph.DefaultRateBurst, "requests each user may make at once")
-	fs.DurationVar(&c.RequestTimeout, "request-timeout", graph.DefaultRequestTimeout, "longest time a request may take; negative: no limit")
+	fs.Int64Var(&c.Handler.MaxBodyBytes, "max-body-bytes", graph.DefaultMaxBodyBytes, "largest request body; negative: no limit")
+	fs.IntVar(&c.Handler.MaxTokens, "max-tokens", graph.DefaultMaxTokens, "most tokens in a query; negative: no limit")
+	fs.IntVar(&c.Handler.MaxDepth, "max-depth", graph.DefaultMaxDepth, "deepest nesting of fields in a query, introspection aside; negative: no limit")
+	fs.IntVar(&c.Handler.MaxAliases, "max-aliases", graph.DefaultMaxAliases, "most aliases in a query; negative: no limit")
+	fs.IntVar(&c.Handler.MaxComplexity, "max-complexity", graph.DefaultMaxComplexity, "highest cost of a query, about the objects it may resolve; negative: no limit")
+	fs.Float64Var(&c.Handler.RateLimit, "rate-limit", graph.DefaultRateLimit, "requests a second each user may make, sustained; negative: no rate limit")
+	fs.IntVar(&c.Handler.RateBurst, "rate-burst", graph.DefaultRateBurst, "requests each user may make at once")
+	fs.DurationVar(&c.Handler.RequestTimeout, "request-timeout", graph.DefaultRequestTimeout, "longest time a request may take; negative: no limit")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "close HTTP keep-alive connections idle this long; negative: the read timeout bounds it")
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", DefaultReadTimeout, "longest time to read one HTTP request, body included (not WebSockets); negative: no limit")
-	fs.Float64Var(&c.AnonymousRateLimit, "anonymous-rate-limit", graph.DefaultAnonymousRateLimit, "requests a second each client address may make without a valid token, sustained; negative: no limit")
-	fs.IntVar(&c.AnonymousRateBurst, "anonymous-rate-burst", graph.DefaultAnonymousRateBurst, "requests without a valid token each client address may make at once")
-	fs.IntVar(&c.MaxConnectionsPerUser, "ws-per-user", graph.DefaultMaxConnectionsPerUser, "WebSocket connections each user may hold on this instance; negative: no limit")
-	fs.IntVar(&c.MaxPendingConnectionsPerAddress, "ws-pending-per-address", graph.DefaultMaxPendingConnectionsPerAddress, "WebSocket connections each client address may hold before connection_init; negative: no limit")
-	fs.StringVar(&c.ClientIPHeader, "client-ip-header", "", "header in which the proxy in front gives the client's address (X-Forwarded-For, X-Real-IP); only behind such a proxy")
+	fs.Float64Var(&c.Handler.AnonymousRateLimit, "anonymous-rate-limit", graph.DefaultAnonymousRateLimit, "requests a second each client address may make without a valid token, sustained; negative: no limit")
+	fs.IntVar(&c.Handler.AnonymousRateBurst, "anonymous-rate-burst", graph.DefaultAnonymousRateBurst, "requests without a valid token each client address may make at once")
+	fs.IntVar(&c.Handler.MaxConnectionsPerUser, "ws-per-user", graph.DefaultMaxConnectionsPerUser, "WebSocket connections each user may hold on this instance; negative: no limit")
+	fs.IntVar(&c.Handler.MaxPendingConnectionsPerAddress, "ws-pending-per-address", graph.DefaultMaxPendingConnectionsPerAddress, "WebSocket connections each client address may hold before connection_init; negative: no limit")
+	fs.StringVar(&c.Handler.ClientIPHeader, "client-ip-header", "", "header in which the proxy in front gives the client's address (X-Forwarded-For, X-Real-IP); only behind such a proxy")
 	fs.IntVar(&c.StoreRequests, "store-requests", DefaultStoreRequests, "operations that need the store (mutations, syncState, syncDifference) this instance runs at once; one that would wait over 500ms for its turn is refused with UNAVAILABLE; negative: no limit")
 	fs.IntVar(&c.StoreConcurrency, "store-concurrency", admission.DefaultMaxInFlight, "MongoDB operations this instance runs at once; more wait, and what cannot finish in time is refused with UNAVAILABLE; negative: no limit")
 	fs.IntVar(&c.RedisConcurrency, "redis-concurrency", DefaultRedisConcurrency(), "Redis round trips this instance makes at once (go-redis's pool size); more wait as for the store; negative: no limit")
 	fs.IntVar(&c.AdmissionQueue, "admission-queue", admission.DefaultMaxQueue, "operations that may wait for the store, and for Redis; one more is refused")
 	fs.DurationVar(&c.AdmissionWait, "admission-wait", admission.DefaultMaxWait, "longest an operation waits for the store or Redis; one expected to wait longer is refused at once")
-	fs.Float64Var(&c.ConnectionRate, "ws-accept-rate", graph.DefaultConnectionRate, "new WebSocket connections a second this instance accepts; more are closed with 1013 and a retry hint; negative: no limit")
-	fs.IntVar(&c.ConnectionBurst, "ws-accept-burst", graph.DefaultConnectionBurst, "new WebSocket connections accepted at once after a quiet spell")
+	fs.Float64Var(&c.Handler.ConnectionRate, "ws-accept-rate", graph.DefaultConnectionRate, "new WebSocket connections a second this instance accepts; more are closed with 1013 and a retry hint; negative: no limit")
+	fs.IntVar(&c.Handler.ConnectionBurst, "ws-accept-burst", graph.DefaultConnectionBurst, "new WebSocket connections accepted at once after a quiet spell")
 	fs.Int64Var(&c.ChunkMemory, "chunk-memory", history.DefaultChunkMemoryBytes, "bytes of decoded chunks kept in process, served while their conversation's chunks version in Redis is unchanged; negative: off")
 	fs.Int64Var(&c.EventLogMaxLen, "event-log-len", cache.DefaultEventLogMaxLen, "events kept in each user's sync log; an older sync token answers tooLong")
 	fs.DurationVar(&c.EventLogMaxAge, "event-log-age", cache.DefaultEventLogMaxAge, "how long events stay in the sync log")
-	fs.DurationVar(&c.KeepAlive, "ws-keepalive", graph.DefaultKeepAlive, "WebSocket keepalive ping interval")
+	fs.DurationVar(&c.Handler.KeepAlive, "ws-keepalive", graph.DefaultKeepAlive, "WebSocket keepalive ping interval")
 	c.Retention.registerFlags(fs)
 	c.OpenIM.registerFlags(fs)
 	c.IdentityProvider.registerFlags(fs)

@@ -120,7 +120,7 @@ func initAndWaitForClose(t *testing.T, ws *gatewaytest.WS, token string) websock
 // LIMIT_EXCEEDED), other users are not held back, and both refusals are counted in /metrics.
 func TestWebSocketConnectionLimits(t *testing.T) {
 	g := gatewaytest.StartWith(t, func(c *gateway.Config) {
-		c.MaxConnectionsPerUser, c.MaxPendingConnectionsPerAddress = 2, 2
+		c.Handler.MaxConnectionsPerUser, c.Handler.MaxPendingConnectionsPerAddress = 2, 2
 	})
 	alice := g.Token("alice")
 
@@ -176,7 +176,7 @@ func TestWebSocketConnectionLimits(t *testing.T) {
 // and WebSocket upgrades from the same address are not held back.
 func TestAnonymousRateLimit(t *testing.T) {
 	// At 0.001 requests a second the bucket does not refill while the test runs.
-	g := gatewaytest.StartWith(t, func(c *gateway.Config) { c.AnonymousRateLimit, c.AnonymousRateBurst = 0.001, 3 })
+	g := gatewaytest.StartWith(t, func(c *gateway.Config) { c.Handler.AnonymousRateLimit, c.Handler.AnonymousRateBurst = 0.001, 3 })
 	const q = `{ __typename }`
 	for i := range 3 {
 		if r := g.Post("", q, nil); len(r.Errors) > 0 {
@@ -202,7 +202,7 @@ func TestAnonymousRateLimit(t *testing.T) {
 	}
 
 	t.Run("behind a proxy", func(t *testing.T) {
-		in := twin(g, func(c *gateway.Config) { c.ClientIPHeader = "X-Forwarded-For" })
+		in := twin(g, func(c *gateway.Config) { c.Handler.ClientIPHeader = "X-Forwarded-For" })
 		post := func(forwarded string) int {
 			req, _ := http.NewRequest(http.MethodPost, in.URL+"/query", strings.NewReader(string(requestBody(q, nil, nil))))
 			req.Header.Set("Content-Type", "application/json")

@@ -80,7 +80,7 @@ func testViewerConversationsPage(t *testing.T, chunkMemory int64, chunkTrips int
 		// A hundred sibling resolvers under -race on a busy machine can lag each other by more
 		// than the harness's 20 ms: the batch is held open long enough for all of them, since
 		// what is counted is the batching, not the wait.
-		c.Loaders = graph.LoaderOptions{Wait: 200 * time.Millisecond}
+		c.Handler.Loaders = graph.LoaderOptions{Wait: 200 * time.Millisecond}
 	})
 	// Ten batches of ten: FerretDB's bulk upserts slow down with the number of statements.
 	for batch := 0; batch < 10; batch++ {

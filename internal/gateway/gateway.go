@@ -47,13 +47,13 @@ type Gateway struct {
 	// OpenIM is the deployment an OpenIM-mode gateway serves (Config.OpenIM); then Store,
 	// Ledger, Ingest and Hub are nil, and Secret too: clients present OpenIM's tokens.
 	OpenIM *openim.Store
-	// FollowerLedger and Follower serve sync in OpenIM mode when its Kafka is configured
-	// (Config.OpenIM.Feed): the ledger reads OpenIM's stores and msggate's event logs, the
+	// FollowerLog and Follower serve sync in OpenIM mode when its Kafka is configured
+	// (Config.OpenIM.Feed): the log reads OpenIM's stores and msggate's event logs, the
 	// follower fills the logs from OpenIM's changes. nil otherwise.
-	FollowerLedger *imsync.Ledger
-	Follower       *openimsync.Follower
-	Logger         *slog.Logger
-	Metrics        *ops.Metrics // this gateway's own Prometheus registry, served on /metrics
+	FollowerLog *imsync.EventLog
+	Follower    *openimsync.Follower
+	Logger      *slog.Logger
+	Metrics     *ops.Metrics // this gateway's own Prometheus registry, served on /metrics
 	// IdentityProvider checks the tokens of the identity provider Config.IdentityProvider
 	// names, accepted besides msggate's own; nil when none is configured.
 	IdentityProvider *auth.IdentityProvider
@@ -67,18 +67,32 @@ type Gateway struct {
 	// (Config.StoreRequests, graph.HandlerOptions.StoreRequests).
 	StoreRequests *admission.Limiter
 
-	closers []func() error
-	server  *http.Server
+	observers Observers
+	closers   []func() error
+	server    *http.Server
 }
 
 // Open connects to (or starts) MongoDB and Redis and wires every part, without serving.
-func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err error) {
+func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Gateway, error) {
+	return OpenObserved(ctx, cfg, Observers{}, logger)
+}
+
+// Observers watch a gateway's MongoDB commands and Redis round trips as they are made. Tests
+// count them, or hold a command back (internal/gateway/gatewaytest); a gateway that serves
+// has none, and reports its commands and round trips as metrics instead.
+type Observers struct {
+	OnMongoCommand   chunkstore.CommandStarted
+	OnRedisRoundTrip cache.RoundTripObserver
+}
+
+// OpenObserved is Open with observers.
+func OpenObserved(ctx context.Context, cfg Config, obs Observers, logger *slog.Logger) (g *Gateway, err error) {
 	if cfg.LogOutput == nil {
 		cfg.LogOutput = os.Stderr
 	}
 	// Every line logged with a request's context carries its request_id.
 	logger = ops.WithRequestIDs(logger)
-	opened := &Gateway{Config: cfg, Logger: logger, Metrics: ops.NewMetrics(),
+	opened := &Gateway{Config: cfg, observers: obs, Logger: logger, Metrics: ops.NewMetrics(),
 		StoreAdmission: admission.New(admission.Options{Name: "message store", MaxInFlight: cfg.StoreConcurrency,
 			MaxQueue: cfg.AdmissionQueue, MaxWait: cfg.AdmissionWait}),
 		CacheAdmission: admission.New(admission.Options{Name: "cache", MaxInFlight: cmp.Or(cfg.RedisConcurrency, DefaultRedisConcurrency()),
@@ -132,7 +146,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 		EventLogMaxLen: cfg.EventLogMaxLen,
 		EventLogMaxAge: cfg.EventLogMaxAge,
 		ObserveCall:    g.Metrics.ObserveRedisCall,
-		OnRoundTrip:    cfg.OnRedisRoundTrip,
+		OnRoundTrip:    obs.OnRedisRoundTrip,
 		Admission:      g.CacheAdmission,
 	}); err != nil {
 		return nil, err
@@ -151,7 +165,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err
 	g.Ledger = imsync.NewLedger(g.Store, g.Cache, imsync.Options{Logger: logger, IntentHandoff: cfg.IntentHandoff})
 	g.Ingest = ingest.New(g.Store, g.Cache, g.Ledger, ingest.Options{})
 	g.startRelay(logger)
-	g.Hub = imsync.NewHub(g.Ledger, g.Cache, imsync.HubOptions{OnDrop: g.Metrics.CountDroppedSubscriber})
+	g.Hub = imsync.NewHub(g.Ledger.Events(), g.Cache, imsync.HubOptions{OnDrop: g.Metrics.CountDroppedSubscriber})
 	g.Metrics.WatchSubscribers(g.Hub.Subscribers)
 	g.Metrics.WatchLiveSubscribers(g.Hub.LiveSubscribers)
 	g.closers = append(g.closers, g.Hub.Close)
@@ -181,7 +195,7 @@ func (g *Gateway) openStore(ctx context.Context) (err error) {
 		URI:            mongoURI,
 		Database:       cfg.MongoDatabase,
 		ObserveCommand: g.Metrics.ObserveMongoCommand,
-		OnCommand:      cfg.OnMongoCommand,
+		OnCommand:      g.observers.OnMongoCommand,
 		SoleWriter:     embeddedStore,
 		Admission:      g.StoreAdmission,
 		// A gateway answers at once even when it starts while the store is down or

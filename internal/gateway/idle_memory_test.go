@@ -44,7 +44,7 @@ func TestIdleSubscriptionMemory(t *testing.T) {
 		defer func() { runtime.MemProfileRate = 512 << 10 }()
 	}
 	g := gatewaytest.StartWith(t, func(c *gateway.Config) {
-		c.ConnectionRate, c.MaxConnectionsPerUser, c.MaxPendingConnectionsPerAddress, c.RateLimit = -1, -1, -1, -1
+		c.Handler.ConnectionRate, c.Handler.MaxConnectionsPerUser, c.Handler.MaxPendingConnectionsPerAddress, c.Handler.RateLimit = -1, -1, -1, -1
 	})
 	addr := strings.TrimPrefix(g.URL, "http://")
 	const devicesPerUser = 5

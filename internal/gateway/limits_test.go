@@ -37,9 +37,9 @@ type instance struct {
 func twin(g *gatewaytest.Gateway, tune func(*gateway.Config)) *instance {
 	g.T.Helper()
 	in := &instance{}
-	cfg := g.Config
-	watched := cfg.OnMongoCommand
-	cfg.OnMongoCommand = func(ctx context.Context, command, collection string) {
+	cfg, obs := g.Config, g.Observers
+	watched := obs.OnMongoCommand
+	obs.OnMongoCommand = func(ctx context.Context, command, collection string) {
 		in.mongoCommands.Add(1)
 		if watched != nil {
 			watched(ctx, command, collection)
@@ -48,8 +48,9 @@ func twin(g *gatewaytest.Gateway, tune func(*gateway.Config)) *instance {
 	if tune != nil {
 		tune(&cfg)
 	}
-	m := gatewaytest.Open(g.T, cfg, gatewaytest.Logger(g.T))
-	in.Gateway = &gatewaytest.Gateway{Gateway: m, T: g.T, URL: gatewaytest.Serve(g.T, m), Redis: g.Redis, Mongo: g.Mongo, RoundTrips: g.RoundTrips}
+	m := gatewaytest.OpenObserved(g.T, cfg, obs, gatewaytest.Logger(g.T))
+	in.Gateway = &gatewaytest.Gateway{Gateway: m, T: g.T, URL: gatewaytest.Serve(g.T, m), Redis: g.Redis, Mongo: g.Mongo,
+		RoundTrips: g.RoundTrips, Observers: obs}
 	in.mongoCommands.Store(0)
 	g.RoundTrips.Take()
 	return in
@@ -103,7 +104,7 @@ func TestLimitsRefuseBeforeStoreWork(t *testing.T) {
 	g.Send("bob", "alice", "", 3)
 	// The schema nests at most 7 fields deep (no type leads back to an earlier one), so the
 	// default of 12 cannot be reached: this instance lowers it to see it work.
-	in := twin(g, func(c *gateway.Config) { c.MaxDepth = 4 })
+	in := twin(g, func(c *gateway.Config) { c.Handler.MaxDepth = 4 })
 	alice := in.Token("alice")
 	in.Post(alice, `{ viewer { userID } }`, nil) // the rate limiter's script is loaded now
 	in.storeWork()
@@ -251,7 +252,7 @@ func TestIntrospectionUnderLimits(t *testing.T) {
 		t.Fatalf("introspection answered %+v", out.Schema)
 	}
 
-	off := twin(g, func(c *gateway.Config) { c.Introspection = false })
+	off := twin(g, func(c *gateway.Config) { c.Handler.Introspection = false })
 	for _, q := range []string{introspectionQuery, `{ __type(name: "Message") { name } }`} {
 		if code := off.ErrorCode("", q, nil); code != "FORBIDDEN" {
 			t.Errorf("introspection switched off: code %q, want FORBIDDEN", code)
@@ -273,7 +274,7 @@ func TestRateLimitAcrossInstances(t *testing.T) {
 	g := gatewaytest.Start(t)
 	g.Send("bob", "alice", "", 2)
 	// At 0.001 requests a second the bucket does not refill while the test runs.
-	slow := func(c *gateway.Config) { c.RateLimit, c.RateBurst = 0.001, 3 }
+	slow := func(c *gateway.Config) { c.Handler.RateLimit, c.Handler.RateBurst = 0.001, 3 }
 	one, two := twin(g, slow), twin(g, slow)
 	alice := g.Token("alice")
 	const q = `query($id: ID!) { conversation(id: $id) { maxSeq unreadCount } }`
@@ -323,7 +324,7 @@ func TestRateLimitAcrossInstances(t *testing.T) {
 func TestRequestTimeout(t *testing.T) {
 	g := gatewaytest.Start(t)
 	g.Send("bob", "alice", "", 2)
-	in := twin(g, func(c *gateway.Config) { c.RequestTimeout = time.Nanosecond })
+	in := twin(g, func(c *gateway.Config) { c.Handler.RequestTimeout = time.Nanosecond })
 	r := in.Post(in.Token("alice"), gatewaytest.MessagesQuery, map[string]any{"c": "si_alice_bob", "s": []int64{1, 2}})
 	refusedBy(t, r, "timeout")
 	if msg := r.Errors[0].Message; !strings.Contains(msg, "did not finish within 1ns") {

@@ -41,10 +41,10 @@ func (g *Gateway) openOpenIM(ctx context.Context) (err error) {
 			URI:            cfg.MongoURI,
 			Database:       cfg.MongoDatabase,
 			ObserveCommand: g.Metrics.ObserveMongoCommand,
-			OnCommand:      cfg.OnMongoCommand,
+			OnCommand:      g.observers.OnMongoCommand,
 		},
 		RedisURL: cfg.OpenIM.RedisURL,
-		Redis:    cache.Options{ObserveCall: g.Metrics.ObserveRedisCall, OnRoundTrip: cfg.OnRedisRoundTrip},
+		Redis:    cache.Options{ObserveCall: g.Metrics.ObserveRedisCall, OnRoundTrip: g.observers.OnRedisRoundTrip},
 	}, openim.Options{Secret: cfg.OpenIM.Secret, MemoTTL: memoTTL})
 	if err != nil {
 		return err
@@ -80,8 +80,8 @@ func (g *Gateway) readPath() readPath {
 			AdjustViews: openIMQuotes,
 			Logger:      g.Logger,
 		}
-		if g.FollowerLedger != nil {
-			r.Sync, r.Hub = g.FollowerLedger, g.Hub
+		if g.FollowerLog != nil {
+			r.Sync, r.Hub = g.FollowerLog, g.Hub
 			// The feed tells which chunks change, so they can be kept (see OpenIMChunkTTL).
 			cached := cache.NewChunks(s, g.Cache, g.Logger)
 			cached.ObserveCache = g.Metrics.ObserveChunkCache

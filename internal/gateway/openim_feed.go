@@ -11,7 +11,7 @@ import (
 )
 
 // followOpenIM starts following an OpenIM deployment's changes when its Kafka is configured:
-// a follower Ledger over OpenIM's stores and msggate's Redis, a Hub for subscriptions, the
+// an event log over OpenIM's stores and msggate's Redis, a Hub for subscriptions, the
 // feed's consumer and the gap fill. Without the feed, OpenIM mode keeps no event log.
 func (g *Gateway) followOpenIM() error {
 	fc := g.Config.OpenIM.Feed
@@ -36,11 +36,11 @@ func (g *Gateway) followOpenIM() error {
 	if err != nil {
 		return err
 	}
-	g.FollowerLedger = imsync.NewFollowerLedger(g.Cache, openimsync.StateSource(g.OpenIM), imsync.Options{Logger: g.Logger})
-	g.Hub = imsync.NewHub(g.FollowerLedger, g.Cache, imsync.HubOptions{OnDrop: g.Metrics.CountDroppedSubscriber})
+	g.FollowerLog = imsync.NewFollowerLog(g.Cache, openimsync.StateSource(g.OpenIM))
+	g.Hub = imsync.NewHub(g.FollowerLog, g.Cache, imsync.HubOptions{OnDrop: g.Metrics.CountDroppedSubscriber})
 	g.Metrics.WatchSubscribers(g.Hub.Subscribers)
 	g.Metrics.WatchLiveSubscribers(g.Hub.LiveSubscribers)
-	g.Follower = openimsync.New(g.FollowerLedger, g.OpenIM, g.Cache, openimsync.Options{GapFillInterval: fc.GapFillInterval, Logger: g.Logger})
+	g.Follower = openimsync.New(g.FollowerLog, g.OpenIM, g.Cache, openimsync.Options{GapFillInterval: fc.GapFillInterval, Logger: g.Logger})
 
 	ctx, stop := context.WithCancel(context.Background())
 	fed, filled := make(chan struct{}), make(chan struct{})

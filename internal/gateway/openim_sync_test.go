@@ -30,7 +30,7 @@ func startOpenIMWithFeed(t *testing.T) *openIMWithFeed {
 	g := gatewaytest.StartOpenIM(t, func(c *gateway.Config) {
 		c.OpenIM.Feed.Brokers = strings.Join(brokers, ",")
 		c.OpenIM.Feed.GapFillInterval = 250 * time.Millisecond
-		c.RateLimit = -1
+		c.Handler.RateLimit = -1
 	})
 	return &openIMWithFeed{OpenIMGateway: g, push: openimfeedtest.NewProducer(t, openimfeedtest.ProducerOptions{Brokers: brokers})}
 }

@@ -229,22 +229,19 @@ func logsWith(t *testing.T, logs *testenv.LogBuffer, id string) []map[string]any
 }
 
 // openGateway opens a gateway on the test's own servers, as gatewaytest.Start does but without
-// serving it, with logger and whatever tune changes.
-func openGateway(t *testing.T, logger *slog.Logger, tune func(*gateway.Config)) (*gateway.Gateway, *testenv.RedisServer) {
+// serving it, with logger and obs watching it.
+func openGateway(t *testing.T, logger *slog.Logger, obs gateway.Observers) (*gateway.Gateway, *testenv.RedisServer) {
 	t.Helper()
 	rs := testenv.Redis(t)
 	cfg := gatewaytest.Config(rs.URL(), testenv.Mongo(t))
-	if tune != nil {
-		tune(&cfg)
-	}
-	return gatewaytest.Open(t, cfg, logger), rs
+	return gatewaytest.OpenObserved(t, cfg, obs, logger), rs
 }
 
 // Ensure each request's ID (the client's, or a generated one) is echoed in X-Request-ID and
 // found in its access log line and in the error line the gateway logs for it.
 func TestRequestIDInLogs(t *testing.T) {
 	var logs testenv.LogBuffer
-	m, rs := openGateway(t, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), nil)
+	m, rs := openGateway(t, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), gateway.Observers{})
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 	g := &gatewaytest.Gateway{Gateway: m, T: t, URL: srv.URL, Redis: rs}
@@ -299,7 +296,7 @@ type blockingFind struct {
 	release chan struct{}
 }
 
-// observe is the gateway's Config.OnMongoCommand.
+// observe is the gateway's Observers.OnMongoCommand.
 func (b *blockingFind) observe(_ context.Context, command, collection string) {
 	if command != "find" || collection != "msg" {
 		return
@@ -318,7 +315,7 @@ func (b *blockingFind) observe(_ context.Context, command, collection string) {
 // a request already running finish with its full answer, and that Serve then returns cleanly.
 func TestShutdownDrainsInFlightRequests(t *testing.T) {
 	block := &blockingFind{entered: make(chan struct{}), release: make(chan struct{})}
-	m, _ := openGateway(t, gatewaytest.Logger(t), func(c *gateway.Config) { c.OnMongoCommand = block.observe })
+	m, _ := openGateway(t, gatewaytest.Logger(t), gateway.Observers{OnMongoCommand: block.observe})
 	msgs := []*im.Message{{SendID: "alice", RecvID: "bob", ContentType: 101, Content: "drained"}}
 	if _, err := m.Ingest.Ingest(context.Background(), msgs); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/testenv"
@@ -59,8 +60,8 @@ func callDuringOutage(t *testing.T, g *gatewaytest.Gateway, what string) int {
 func outageConfig(srv *testenv.FerretDBServer, rs *testenv.RedisServer, db string) gateway.Config {
 	return gateway.Config{
 		Addr: "127.0.0.1:0", MongoURI: srv.URI(), MongoDatabase: db, RedisURL: rs.URL(),
-		JWTSecret: gatewaytest.Secret, RateLimit: -1, AnonymousRateLimit: -1,
-		RequestTimeout: 10 * time.Second,
+		JWTSecret: gatewaytest.Secret,
+		Handler:   graph.HandlerOptions{RateLimit: -1, AnonymousRateLimit: -1, RequestTimeout: 10 * time.Second},
 	}
 }
 

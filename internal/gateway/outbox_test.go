@@ -26,7 +26,7 @@ const (
 func startWithRelay(t *testing.T) *gatewaytest.Gateway {
 	return gatewaytest.StartWith(t, func(c *gateway.Config) {
 		c.IntentHandoff, c.RelayInterval = testHandoff, testRelayInterval
-		c.RateLimit = -1
+		c.Handler.RateLimit = -1
 	})
 }
 
@@ -291,7 +291,7 @@ func TestRelayLeavesALiveInstancesIntentsAlone(t *testing.T) {
 		}
 		return nil
 	}})
-	go ledger.Heartbeat(alive)
+	go ledger.Outbox().Heartbeat(alive)
 	writer := ingest.New(g.Store, g.Cache, ledger, ingest.Options{})
 	since := syncToken(g, "bob")
 	msg := &im.Message{SendID: "alice", RecvID: "bob", ContentType: 101, Content: "slow", ClientMsgID: "slow"}

@@ -80,12 +80,11 @@ func refusedAtOnce(t *testing.T, what string, resp *http.Response, r gatewaytest
 // alike; and that the gateway serves them again once the store answers.
 func TestOverloadRefusesEarly(t *testing.T) {
 	gate := newStoreGate()
-	g := gatewaytest.StartWith(t, func(c *gateway.Config) {
-		c.OnMongoCommand = gate.hold
+	g := gatewaytest.StartObserved(t, gateway.Observers{OnMongoCommand: gate.hold}, func(c *gateway.Config) {
 		c.StoreConcurrency = 2
 		c.AdmissionWait = 300 * time.Millisecond
-		c.RequestTimeout = 10 * time.Second
-		c.RateLimit = -1
+		c.Handler.RequestTimeout = 10 * time.Second
+		c.Handler.RateLimit = -1
 	})
 	alice, bob := g.Token("alice"), g.Token("bob")
 	g.SendGQL(alice, map[string]any{"recvID": "bob", "contentType": 101, "content": "before"})
@@ -170,8 +169,8 @@ func TestOverloadRefusesEarly(t *testing.T) {
 // with 1013 and the retry hint in the reason, and that a client that waits the hint gets in.
 func TestOverloadPacesNewConnections(t *testing.T) {
 	g := gatewaytest.StartWith(t, func(c *gateway.Config) {
-		c.ConnectionRate = 2
-		c.ConnectionBurst = 1
+		c.Handler.ConnectionRate = 2
+		c.Handler.ConnectionBurst = 1
 	})
 	alice := g.Token("alice")
 	gatewaytest.ConnectWS(t, g.URL, alice, gatewaytest.WSOptions{})
@@ -203,11 +202,10 @@ func TestOverloadPacesNewConnections(t *testing.T) {
 // when the store answers again. A read that Redis serves is not held back.
 func TestOverloadBoundsRequestsThatNeedTheStore(t *testing.T) {
 	gate := newStoreGate()
-	g := gatewaytest.StartWith(t, func(c *gateway.Config) {
-		c.OnMongoCommand = gate.hold
+	g := gatewaytest.StartObserved(t, gateway.Observers{OnMongoCommand: gate.hold}, func(c *gateway.Config) {
 		c.StoreRequests = 1
-		c.RequestTimeout = 10 * time.Second
-		c.RateLimit = -1
+		c.Handler.RequestTimeout = 10 * time.Second
+		c.Handler.RateLimit = -1
 	})
 	alice, bob := g.Token("alice"), g.Token("bob")
 	g.SendGQL(alice, map[string]any{"recvID": "bob", "contentType": 101, "content": "before"})

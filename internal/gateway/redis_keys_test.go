@@ -79,8 +79,8 @@ func TestEveryRedisKeyExpires(t *testing.T) {
 	}
 
 	strict := twin(g, func(c *gateway.Config) {
-		c.RateLimit, c.RateBurst = 0.001, 1
-		c.AnonymousRateLimit, c.AnonymousRateBurst = 0.001, 1
+		c.Handler.RateLimit, c.Handler.RateBurst = 0.001, 1
+		c.Handler.AnonymousRateLimit, c.Handler.AnonymousRateBurst = 0.001, 1
 	})
 	for _, token := range []string{g.Token("flood"), ""} {
 		var last int

@@ -16,7 +16,7 @@ import (
 // GraphQL-over-HTTP draft allows, never a server error, a panic, or an INTERNAL error (a
 // client's bytes must never reach a bug).
 func FuzzGraphQLRequest(f *testing.F) {
-	g := gatewaytest.StartWith(f, func(c *gateway.Config) { c.RateLimit = -1; c.AnonymousRateLimit = -1 })
+	g := gatewaytest.StartWith(f, func(c *gateway.Config) { c.Handler.RateLimit = -1; c.Handler.AnonymousRateLimit = -1 })
 	g.Send("alice", "bob", "", 120)
 	alice := g.Token("alice")
 	handler := g.Handler()

@@ -13,41 +13,23 @@ import (
 // Handler returns the gateway's HTTP routes.
 func (g *Gateway) Handler() http.Handler {
 	read := g.readPath()
-	loaders := g.Config.Loaders
+	loaders := g.Config.Handler.Loaders
 	if own := loaders.ObserveBatch; own != nil {
 		loaders.ObserveBatch = func(loader string, keys int) { own(loader, keys); g.Metrics.ObserveBatch(loader, keys) }
 	} else {
 		loaders.ObserveBatch = g.Metrics.ObserveBatch
 	}
-	opts := graph.HandlerOptions{
-		JWTSecret:     g.Secret,
-		Authenticator: read.authenticator,
-		TokenHeader:   read.tokenHeader,
-		Introspection: g.Config.Introspection,
-		Loaders:       loaders,
-		Logger:        g.Logger,
-		Metrics:       g.Metrics,
-
-		MaxBodyBytes:     g.Config.MaxBodyBytes,
-		MaxTokens:        g.Config.MaxTokens,
-		MaxDepth:         g.Config.MaxDepth,
-		MaxAliases:       g.Config.MaxAliases,
-		MaxComplexity:    g.Config.MaxComplexity,
-		RateLimiter:      g.Cache,
-		RateLimit:        g.Config.RateLimit,
-		RateBurst:        g.Config.RateBurst,
-		RequestTimeout:   g.Config.RequestTimeout,
-		KeepAlive:        g.Config.KeepAlive,
-		PersistedQueries: g.Cache.PersistedQueries(cache.DefaultPersistedQueryTTL),
-
-		AnonymousRateLimit:              g.Config.AnonymousRateLimit,
-		AnonymousRateBurst:              g.Config.AnonymousRateBurst,
-		MaxConnectionsPerUser:           g.Config.MaxConnectionsPerUser,
-		MaxPendingConnectionsPerAddress: g.Config.MaxPendingConnectionsPerAddress,
-		ClientIPHeader:                  g.Config.ClientIPHeader,
-		ConnectionRate:                  g.Config.ConnectionRate,
-		ConnectionBurst:                 g.Config.ConnectionBurst,
-	}
+	// The settings come from Config.Handler; what the gateway opened, it sets itself.
+	opts := g.Config.Handler
+	opts.Loaders = loaders
+	opts.JWTSecret = g.Secret
+	opts.Authenticator = read.authenticator
+	opts.TokenHeader = read.tokenHeader
+	opts.Logger = g.Logger
+	opts.Metrics = g.Metrics
+	opts.RateLimiter = g.Cache
+	opts.PersistedQueries = g.Cache.PersistedQueries(cache.DefaultPersistedQueryTTL)
+	opts.StoreAdmission, opts.StoreRequests = nil, nil
 	if g.Store != nil {
 		opts.StoreAdmission = g.StoreAdmission
 		opts.StoreRequests = g.StoreRequests

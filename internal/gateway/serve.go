@@ -49,7 +49,7 @@ func (g *Gateway) Serve(ctx context.Context, ready func(addr string)) error {
 	// The grace period outlasts the request time limit, so that a request that just started
 	// can still finish.
 	grace := shutdownGrace
-	if limit := cmp.Or(g.Config.RequestTimeout, graph.DefaultRequestTimeout); limit > 0 && limit+time.Second > grace {
+	if limit := cmp.Or(g.Config.Handler.RequestTimeout, graph.DefaultRequestTimeout); limit > 0 && limit+time.Second > grace {
 		grace = limit + time.Second
 	}
 	g.Logger.Info("shutting down: draining in-flight requests", "grace", grace.String())

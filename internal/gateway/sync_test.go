@@ -204,7 +204,7 @@ func TestSyncEventsNeedAToken(t *testing.T) {
 // Ensure idle WebSocket connections are kept alive: "ka" messages on the legacy graphql-ws
 // protocol, pings on graphql-transport-ws, at the configured interval.
 func TestSyncEventsKeepAlive(t *testing.T) {
-	g := gatewaytest.StartWith(t, func(c *gateway.Config) { c.KeepAlive = 50 * time.Millisecond })
+	g := gatewaytest.StartWith(t, func(c *gateway.Config) { c.Handler.KeepAlive = 50 * time.Millisecond })
 	url := g.URL
 	bob := g.Token("bob")
 	for protocol, want := range map[string]string{"graphql-ws": "ka", "graphql-transport-ws": "ping"} {
@@ -382,7 +382,7 @@ func TestSyncEventsAfterRedisRestart(t *testing.T) {
 // Ensure what a client controls over a WebSocket is bounded as over HTTP: subscriptions per
 // connection, and operations by the user's rate limit.
 func TestWebSocketLimits(t *testing.T) {
-	g := gatewaytest.StartWith(t, func(c *gateway.Config) { c.RateLimit, c.RateBurst = 0.001, 12 })
+	g := gatewaytest.StartWith(t, func(c *gateway.Config) { c.Handler.RateLimit, c.Handler.RateBurst = 0.001, 12 })
 	c := gatewaytest.ConnectWS(t, g.URL, g.Token("bob"), gatewaytest.WSOptions{})
 	query := `subscription { syncEvents { type } }`
 	for i := 1; i <= graph.MaxSubscriptionsPerConnection+1; i++ {

@@ -107,7 +107,7 @@ func countersDiff(r syncclient.Replica, want map[string]syncclient.Counters, tot
 func TestSyncTooLongRecovery(t *testing.T) {
 	g := gatewaytest.StartWith(t, func(c *gateway.Config) {
 		c.EventLogMaxLen = 1000
-		c.RateLimit = -1
+		c.Handler.RateLimit = -1
 	})
 	ctx := context.Background()
 

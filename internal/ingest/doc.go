@@ -4,7 +4,7 @@
 // conversation) gets its original seq back instead of being stored twice.
 //
 // Every change is made under an intent recorded first in the store's outbox (see
-// imsync.Ledger.BeginIntent). The Relay, which every gateway instance runs, finishes the
+// imsync.Outbox.BeginIntent). The Relay, which every gateway instance runs, finishes the
 // changes whose writer died, was cut off or could not reach Redis: what the store shows of
 // them is made visible and announced, once.
 //

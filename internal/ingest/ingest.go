@@ -24,6 +24,10 @@ type Ingester struct {
 	store  *chunkstore.Store
 	cache  *cache.Cache
 	ledger *imsync.Ledger
+	// outbox and events are the ledger's: the intents of the Ingester's changes, and the log
+	// they are announced in.
+	outbox *imsync.Outbox
+	events *imsync.EventLog
 	opts   Options
 }
 
@@ -35,7 +39,7 @@ func New(store *chunkstore.Store, c *cache.Cache, ledger *imsync.Ledger, opts Op
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Ingester{store: store, cache: c, ledger: ledger, opts: opts}
+	return &Ingester{store: store, cache: c, ledger: ledger, outbox: ledger.Outbox(), events: ledger.Events(), opts: opts}
 }
 
 // Placed is where one incoming message went.
@@ -106,7 +110,7 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 		// The intent names the seqs this round writes, before any of them is written: if this
 		// writer dies from here on, the relay finds what it stored and announces it.
 		intent := sendIntent(pending)
-		release, err := in.ledger.BeginIntent(ctx, intent)
+		release, err := in.outbox.BeginIntent(ctx, intent)
 		defer release()
 		if err != nil {
 			return err
@@ -116,7 +120,7 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 		pending, docIDs, err = in.write(ctx, pending)
 		touched = append(touched, docIDs...)
 		if err == nil {
-			err = in.ledger.Fault("store")
+			err = in.outbox.Fault("store")
 		}
 		if errors.Is(err, imsync.ErrWriterStopped) {
 			return err
@@ -136,7 +140,7 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 		return err
 	}
 	for _, id := range intents {
-		in.ledger.EndIntent(finish, id)
+		in.outbox.EndIntent(finish, id)
 	}
 	return nil
 }
@@ -152,7 +156,7 @@ func (in *Ingester) finishSend(ctx context.Context, msgs []imsync.StoredMessage,
 	if err := in.cache.InvalidateChunks(ctx, docIDs); err != nil {
 		return err
 	}
-	if err := in.ledger.Fault("invalidate"); err != nil {
+	if err := in.outbox.Fault("invalidate"); err != nil {
 		return err
 	}
 	if err := in.ledger.AddUserConversations(ctx, listEntries(msgs)); err != nil {
@@ -161,14 +165,14 @@ func (in *Ingester) finishSend(ctx context.Context, msgs []imsync.StoredMessage,
 	if err := in.ledger.RecordStored(ctx, msgs); err != nil {
 		return err
 	}
-	if err := in.ledger.Fault("record"); err != nil {
+	if err := in.outbox.Fault("record"); err != nil {
 		return err
 	}
 	// Devices learn of the messages only now, when a read finds them.
-	if err := in.ledger.AnnounceMessages(ctx, msgs); err != nil {
+	if err := in.events.AnnounceMessages(ctx, msgs); err != nil {
 		return err
 	}
-	return in.ledger.Fault("announce")
+	return in.outbox.Fault("announce")
 }
 
 // finishTimeout bounds the steps after the chunk writes, which run on when the caller has gone.

@@ -294,11 +294,11 @@ func TestSendFinishesWhenTheCallerGivesUp(t *testing.T) {
 	if err != nil || st[0].MaxSeq != 1 {
 		t.Fatalf("bob's state after the send: %+v, %v; want max seq 1", st, err)
 	}
-	head, err := ledger.Difference(ctx, "bob", im.SyncToken{}, 10)
+	head, err := ledger.Events().Difference(ctx, "bob", im.SyncToken{}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := ledger.Difference(ctx, "bob", im.SyncToken{User: im.Cursor{Epoch: head.Token.User.Epoch}}, 10)
+	d, err := ledger.Events().Difference(ctx, "bob", im.SyncToken{User: im.Cursor{Epoch: head.Token.User.Epoch}}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

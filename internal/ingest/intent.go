@@ -161,9 +161,9 @@ func (in *Ingester) finishSlotIntent(ctx context.Context, chunks history.ChunkSo
 		return imsync.IntentPending, err
 	}
 	if it.Kind == chunkstore.IntentRevoke {
-		err = in.ledger.AnnounceRevoke(ctx, conv, done[0])
+		err = in.events.AnnounceRevoke(ctx, conv, done[0])
 	} else {
-		err = in.ledger.AnnounceDelete(ctx, it.UserID, conv, done, it.ForEveryone, imsync.IntentKey(it.ID))
+		err = in.events.AnnounceDelete(ctx, it.UserID, conv, done, it.ForEveryone, imsync.IntentKey(it.ID))
 	}
 	if err != nil {
 		return imsync.IntentPending, err

@@ -64,14 +64,14 @@ func (in *Ingester) Revoke(ctx context.Context, actor Actor, conv im.Conversatio
 	}
 	intent := &chunkstore.Intent{Kind: chunkstore.IntentRevoke, ConversationID: conv.ID, UserID: actor.UserID, Seqs: []int64{seq}}
 	r := im.Revoke{UserID: actor.UserID, Role: actor.Role, Time: now}
-	err = in.ledger.Change(ctx, intent, func() error {
+	err = in.outbox.Change(ctx, intent, func() error {
 		_, err := in.store.Revoke(ctx, conv.ID, seq, r)
 		return err
 	}, func() error {
 		if err := in.cache.InvalidateChunks(ctx, []string{im.DocID(conv.ID, seq)}); err != nil {
 			return err
 		}
-		return in.ledger.AnnounceRevoke(ctx, conv, seq)
+		return in.events.AnnounceRevoke(ctx, conv, seq)
 	})
 	if err != nil {
 		return im.MessageView{}, err
@@ -147,10 +147,10 @@ func (in *Ingester) Delete(ctx context.Context, actor Actor, conv im.Conversatio
 }
 
 // deleteAndAnnounce deletes the messages at seqs, for everyone or for userID, and announces
-// it, under an intent (see imsync.Ledger.BeginIntent).
+// it, under an intent (see imsync.Outbox.BeginIntent).
 func (in *Ingester) deleteAndAnnounce(ctx context.Context, userID string, conv im.Conversation, seqs []int64, msgs []*im.Message, forEveryone bool) error {
 	intent := &chunkstore.Intent{Kind: chunkstore.IntentDelete, ConversationID: conv.ID, UserID: userID, Seqs: seqs, ForEveryone: forEveryone}
-	return in.ledger.Change(ctx, intent, func() error {
+	return in.outbox.Change(ctx, intent, func() error {
 		if forEveryone {
 			return in.store.DeleteForEveryone(ctx, conv.ID, msgs)
 		}
@@ -159,7 +159,7 @@ func (in *Ingester) deleteAndAnnounce(ctx context.Context, userID string, conv i
 		if err := in.cache.InvalidateChunks(ctx, docIDsOf(conv.ID, seqs)); err != nil {
 			return err
 		}
-		return in.ledger.AnnounceDelete(ctx, userID, conv, seqs, forEveryone, imsync.IntentKey(intent.ID))
+		return in.events.AnnounceDelete(ctx, userID, conv, seqs, forEveryone, imsync.IntentKey(intent.ID))
 	})
 }
 

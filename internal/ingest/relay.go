@@ -12,8 +12,8 @@ import (
 
 // RelayOptions configures a Relay. The zero value is usable.
 type RelayOptions struct {
-	// Interval is how often the outbox is looked at for intents past their Due. Default 1s,
-	// each wait drawn between half and one and a half of it, so instances do not look at once.
+	// Interval is how often the outbox is looked at for intents past their Due. Default
+	// DefaultRelayInterval, each wait drawn between half and one and a half of it, so instances do not look at once.
 	Interval time.Duration
 	// Batch bounds the intents taken per look; their chunks are read in one store read.
 	// Default 50.
@@ -26,11 +26,15 @@ type RelayOptions struct {
 	Logger *slog.Logger
 }
 
+// DefaultRelayInterval is RelayOptions.Interval's default: an intent left behind is announced
+// within about a second of its Due.
+const DefaultRelayInterval = time.Second
+
 // Relay finishes the changes whose writers left their intents behind (see
-// imsync.Ledger.BeginIntent): every instance runs one, and an intent past its Due whose writer
+// imsync.Outbox.BeginIntent): every instance runs one, and an intent past its Due whose writer
 // has stopped (its instance's own) or whose instance is dead is taken by the first that finds
-// it. Finishing an intent twice announces nothing twice (events carry the
-// change's key), so two instances taking one intent cost work, not correctness.
+// it. Finishing an intent twice announces nothing twice (events carry the change's key), so
+// two instances taking one intent cost work, not correctness.
 type Relay struct {
 	in   *Ingester
 	opts RelayOptions
@@ -39,7 +43,7 @@ type Relay struct {
 // NewRelay returns a relay for the ingester's store.
 func NewRelay(in *Ingester, opts RelayOptions) *Relay {
 	if opts.Interval <= 0 {
-		opts.Interval = time.Second
+		opts.Interval = DefaultRelayInterval
 	}
 	if opts.Batch <= 0 {
 		opts.Batch = 50
@@ -56,7 +60,7 @@ func NewRelay(in *Ingester, opts RelayOptions) *Relay {
 // Run finishes due intents until ctx ends. It also says this instance is alive, so that other
 // instances leave its writers' intents alone.
 func (r *Relay) Run(ctx context.Context) {
-	go r.in.ledger.Heartbeat(ctx)
+	go r.in.outbox.Heartbeat(ctx)
 	for {
 		wait := r.opts.Interval/2 + rand.N(r.opts.Interval)
 		select {
@@ -79,7 +83,7 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	}
 	// A writer that is still at work, here or on a live instance, is left to finish, however
 	// slow the store makes it: taking its work over would only add load to a busy store.
-	if due, err = r.in.ledger.Orphaned(ctx, due); err != nil || len(due) == 0 {
+	if due, err = r.in.outbox.Orphaned(ctx, due); err != nil || len(due) == 0 {
 		return 0, err
 	}
 	var claimed []chunkstore.Intent

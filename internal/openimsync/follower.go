@@ -70,13 +70,13 @@ func (o Options) withDefaults() Options {
 
 // Follower logs an OpenIM deployment's changes in msggate's event logs.
 type Follower struct {
-	ledger *imsync.Ledger // a follower Ledger over the same cache and store
+	events *imsync.EventLog // a follower's log over the same cache and store
 	store  *openim.Store
 	cache  *cache.Cache
 	opts   Options
 }
 
-// StateSource is what a follower Ledger reads OpenIM through (imsync.NewFollowerLedger): the
+// StateSource is what a follower's log reads OpenIM through (imsync.NewFollowerLog): the
 // Store, with the conversation lists a device follows (a group the user left is not followed,
 // though OpenIM keeps its conversation document).
 func StateSource(s *openim.Store) imsync.StateSource { return followedState{s} }
@@ -92,10 +92,10 @@ func (f followedState) ConversationIDs(ctx context.Context, userID string) ([]st
 // quit (1504), was kicked (1508), invited (1509) or entered (1510), the group dismissed (1511).
 var membershipNotifications = map[int32]bool{1504: true, 1505: true, 1508: true, 1509: true, 1510: true, 1511: true}
 
-// New returns a Follower that logs through ledger (imsync.NewFollowerLedger over
+// New returns a Follower that logs through events (imsync.NewFollowerLog over
 // StateSource(store) and c).
-func New(ledger *imsync.Ledger, store *openim.Store, c *cache.Cache, opts Options) *Follower {
-	return &Follower{ledger: ledger, store: store, cache: c, opts: opts.withDefaults()}
+func New(events *imsync.EventLog, store *openim.Store, c *cache.Cache, opts Options) *Follower {
+	return &Follower{events: events, store: store, cache: c, opts: opts.withDefaults()}
 }
 
 // Apply logs the events of a batch of the feed's changes, after any seqs the feed skipped
@@ -150,7 +150,7 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 	}
 	var msgs []imsync.StoredMessage
 	flush := func() error {
-		err := f.ledger.AnnounceMessages(ctx, msgs)
+		err := f.events.AnnounceMessages(ctx, msgs)
 		msgs = msgs[:0]
 		return err
 	}
@@ -279,7 +279,7 @@ func (f *Follower) applyTip(ctx context.Context, ch openimfeed.Change) error {
 			return f.skip(ch, err)
 		}
 		for _, seq := range ch.Seqs {
-			if err := f.ledger.AnnounceRevoke(ctx, conv, seq); err != nil {
+			if err := f.events.AnnounceRevoke(ctx, conv, seq); err != nil {
 				return err
 			}
 		}
@@ -295,7 +295,7 @@ func (f *Follower) applyTip(ctx context.Context, ch openimfeed.Change) error {
 		forEveryone := ch.SendID != ch.RecvID
 		seqs := slices.Sorted(slices.Values(ch.Seqs))
 		key := "od:" + target + ":" + ch.UserID + ":" + strconv.FormatBool(forEveryone) + ":" + joinSeqs(seqs)
-		return f.ledger.AnnounceDelete(ctx, ch.UserID, conv, seqs, forEveryone, key)
+		return f.events.AnnounceDelete(ctx, ch.UserID, conv, seqs, forEveryone, key)
 	case openimfeed.KindClear:
 		if ch.UserID == "" {
 			return f.skip(ch, nil)
@@ -305,7 +305,7 @@ func (f *Follower) applyTip(ctx context.Context, ch openimfeed.Change) error {
 		for _, id := range ch.ConversationIDs {
 			if !forEveryone {
 				if f.valid(id) {
-					if err := f.ledger.AnnounceUserClear(ctx, ch.UserID, id); err != nil {
+					if err := f.events.AnnounceUserClear(ctx, ch.UserID, id); err != nil {
 						return err
 					}
 				}
@@ -318,7 +318,7 @@ func (f *Follower) applyTip(ctx context.Context, ch openimfeed.Change) error {
 				}
 				continue
 			}
-			if err := f.ledger.AnnounceConversationClear(ctx, ch.UserID, conv); err != nil {
+			if err := f.events.AnnounceConversationClear(ctx, ch.UserID, conv); err != nil {
 				return err
 			}
 		}
@@ -326,7 +326,7 @@ func (f *Follower) applyTip(ctx context.Context, ch openimfeed.Change) error {
 		if ch.UserID == "" || !f.valid(target) {
 			return f.skip(ch, nil)
 		}
-		return f.ledger.AnnounceRead(ctx, ch.UserID, target, ch.HasReadSeq)
+		return f.events.AnnounceRead(ctx, ch.UserID, target, ch.HasReadSeq)
 	}
 	return nil
 }
@@ -434,7 +434,7 @@ func (f *Follower) fill(ctx context.Context, conversationID string, from, to int
 		if err := f.cache.InvalidateChunks(ctx, dedupe(docIDs)); err != nil {
 			return from - 1, err
 		}
-		if err := f.ledger.AnnounceMessages(ctx, msgs); err != nil {
+		if err := f.events.AnnounceMessages(ctx, msgs); err != nil {
 			return from - 1, err
 		}
 		if done < end {

@@ -18,11 +18,11 @@ import (
 )
 
 // world is an OpenIM deployment written by openimtest (FerretDB, a redis-server of its own),
-// msggate's own Redis (another redis-server), and the follower and follower ledger over them.
+// msggate's own Redis (another redis-server), and the follower and its event log over them.
 type world struct {
 	IM       *openimtest.Deployment
 	cache    *cache.Cache
-	ledger   *imsync.Ledger
+	events   *imsync.EventLog
 	follower *openimsync.Follower
 }
 
@@ -49,8 +49,8 @@ func newWorld(t *testing.T, opts openimsync.Options) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := imsync.NewFollowerLedger(c, openimsync.StateSource(store), imsync.Options{})
-	return &world{IM: d, cache: c, ledger: l, follower: openimsync.New(l, store, c, opts)}
+	l := imsync.NewFollowerLog(c, openimsync.StateSource(store))
+	return &world{IM: d, cache: c, events: l, follower: openimsync.New(l, store, c, opts)}
 }
 
 // record is the change OpenIM's toPush carries for a message stored at seq.
@@ -69,7 +69,7 @@ func (w *world) apply(t *testing.T, changes ...openimfeed.Change) {
 // difference returns userID's events since tok, all of them.
 func (w *world) difference(t *testing.T, userID string, tok im.SyncToken) ([]im.Event, im.SyncToken) {
 	t.Helper()
-	d, err := w.ledger.Difference(context.Background(), userID, tok, 1000)
+	d, err := w.events.Difference(context.Background(), userID, tok, 1000)
 	if err != nil {
 		t.Fatalf("Difference: %v", err)
 	}
@@ -81,7 +81,7 @@ func (w *world) difference(t *testing.T, userID string, tok im.SyncToken) ([]im.
 
 func summary(t *testing.T, w *world, userID string) imsync.Summary {
 	t.Helper()
-	s, err := w.ledger.Summary(context.Background(), userID)
+	s, err := w.events.Summary(context.Background(), userID)
 	if err != nil {
 		t.Fatalf("Summary: %v", err)
 	}

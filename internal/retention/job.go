@@ -10,7 +10,6 @@ import (
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/im"
-	imsync "github.com/msggate/msggate/internal/sync"
 )
 
 // Defaults of Options.
@@ -105,13 +104,19 @@ func (s Summary) String() string {
 type Job struct {
 	store  *chunkstore.Store
 	cache  *cache.Cache
-	ledger *imsync.Ledger
+	ledger MinSeqs
 	opts   Options
+}
+
+// MinSeqs is what the job needs of the seq ledger (*imsync.Ledger): raising a conversation's
+// min seq, which is announced to its members.
+type MinSeqs interface {
+	RaiseMinSeq(ctx context.Context, conversationID string, minSeq int64) error
 }
 
 // New returns a Job over the stores. Min seqs move only through the ledger, so that Redis and
 // the members' devices learn of them.
-func New(store *chunkstore.Store, c *cache.Cache, ledger *imsync.Ledger, opts Options) *Job {
+func New(store *chunkstore.Store, c *cache.Cache, ledger MinSeqs, opts Options) *Job {
 	return &Job{store: store, cache: c, ledger: ledger, opts: opts.withDefaults()}
 }
 

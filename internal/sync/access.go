@@ -38,9 +38,9 @@ func (l *Ledger) Memberships(ctx context.Context, userID string, convs []im.Conv
 }
 
 // ParseConversationID checks a conversation ID by the rules of the conversations the ledger
-// keeps: msggate's own (im.ParseConversationID), or its StateSource's.
+// keeps, msggate's own (im.ParseConversationID).
 func (l *Ledger) ParseConversationID(id string) (im.Conversation, error) {
-	return l.parseConversationID(id)
+	return im.ParseConversationID(id)
 }
 
 // CanRead reports, aligned with conversationIDs, whether userID may read each conversation

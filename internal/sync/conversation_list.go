@@ -32,9 +32,6 @@ func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]im.Seq
 // MongoDB, and then into Redis unless a change came meanwhile. A Redis failure is logged and
 // served from MongoDB.
 func (l *Ledger) conversationList(ctx context.Context, userID string) ([]string, error) {
-	if l.source != nil {
-		return l.source.ConversationIDs(ctx, userID)
-	}
 	cached, cacheErr := l.cache.GetConversationList(ctx, userID)
 	if cacheErr != nil {
 		l.opts.Logger.WarnContext(ctx, "reading the conversation list from MongoDB: cache failed", "err", cacheErr)

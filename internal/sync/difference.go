@@ -33,8 +33,8 @@ type Difference struct {
 // Which groups the user is in comes from their conversation list: a group the token does not
 // follow gets a JOIN event with its counters and the stream's head, and a group it follows
 // that the user has left gets a LEAVE event.
-func (l *Ledger) Difference(ctx context.Context, userID string, since im.SyncToken, limit int) (Difference, error) {
-	page, err := l.cache.ReadEvents(ctx, userID, since.User, limit)
+func (e *EventLog) Difference(ctx context.Context, userID string, since im.SyncToken, limit int) (Difference, error) {
+	page, err := e.cache.ReadEvents(ctx, userID, since.User, limit)
 	if err != nil {
 		return Difference{}, err
 	}
@@ -46,7 +46,7 @@ func (l *Ledger) Difference(ctx context.Context, userID string, since im.SyncTok
 		d.Token.User = page.Events[n-1].Cursor()
 		d.HasMore = d.Token.User.Position < page.Head.Position
 	}
-	groups, err := l.groupStreams(ctx, userID)
+	groups, err := e.groupStreams(ctx, userID)
 	if err != nil {
 		return Difference{}, err
 	}
@@ -70,7 +70,7 @@ func (l *Ledger) Difference(ctx context.Context, userID string, since im.SyncTok
 			d.HasMore = true // the page is full: this stream is read next time
 		}
 	}
-	pages, err := l.cache.ReadGroupEvents(ctx, reads)
+	pages, err := e.cache.ReadGroupEvents(ctx, reads)
 	if err != nil {
 		return Difference{}, err
 	}
@@ -85,7 +85,7 @@ func (l *Ledger) Difference(ctx context.Context, userID string, since im.SyncTok
 			viewed = append(viewed, r.ConversationID)
 		}
 	}
-	d.Views, err = l.memberViews(ctx, userID, viewed)
+	d.Views, err = e.memberViews(ctx, userID, viewed)
 	if err != nil {
 		return Difference{}, err
 	}
@@ -117,14 +117,14 @@ func (l *Ledger) Difference(ctx context.Context, userID string, since im.SyncTok
 
 // groupStreams returns the group conversations on userID's conversation list: the streams
 // their devices follow.
-func (l *Ledger) groupStreams(ctx context.Context, userID string) ([]string, error) {
-	ids, err := l.conversationList(ctx, userID)
+func (e *EventLog) groupStreams(ctx context.Context, userID string) ([]string, error) {
+	ids, err := e.state.conversationList(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, id := range ids {
-		if c, err := l.parseConversationID(id); err == nil && c.Kind.IsGroup() {
+		if c, err := e.state.ParseConversationID(id); err == nil && c.Kind.IsGroup() {
 			out = append(out, id)
 		}
 	}
@@ -142,16 +142,16 @@ type Summary struct {
 // Summary reads userID's state summary. The heads of the group streams are read first, and
 // the head of the user's log in the same Redis round trip as the seq and read state, before
 // it, so replaying the events after the token from the summary loses nothing.
-func (l *Ledger) Summary(ctx context.Context, userID string) (Summary, error) {
-	ids, err := l.conversationList(ctx, userID)
+func (e *EventLog) Summary(ctx context.Context, userID string) (Summary, error) {
+	ids, err := e.state.conversationList(ctx, userID)
 	if err != nil {
 		return Summary{}, err
 	}
-	groups, err := l.groupHeads(ctx, ids)
+	groups, err := e.groupHeads(ctx, ids)
 	if err != nil {
 		return Summary{}, err
 	}
-	states, heads, err := l.statesMany(ctx, []cache.StateQuery{{UserID: userID, ConversationIDs: ids}}, true)
+	states, heads, err := e.state.statesMany(ctx, []cache.StateQuery{{UserID: userID, ConversationIDs: ids}}, true)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -160,34 +160,34 @@ func (l *Ledger) Summary(ctx context.Context, userID string) (Summary, error) {
 
 // Head returns the token of what is new for userID from now on: the heads of their log and of
 // the streams of their groups.
-func (l *Ledger) Head(ctx context.Context, userID string) (im.SyncToken, error) {
-	groups, err := l.GroupHeads(ctx, userID)
+func (e *EventLog) Head(ctx context.Context, userID string) (im.SyncToken, error) {
+	groups, err := e.GroupHeads(ctx, userID)
 	if err != nil {
 		return im.SyncToken{}, err
 	}
-	head, err := l.cache.EventHead(ctx, userID)
+	head, err := e.cache.EventHead(ctx, userID)
 	return im.SyncToken{User: head, Groups: groups}, err
 }
 
 // GroupHeads returns the heads of the streams of userID's groups.
-func (l *Ledger) GroupHeads(ctx context.Context, userID string) (map[string]im.Cursor, error) {
-	ids, err := l.groupStreams(ctx, userID)
+func (e *EventLog) GroupHeads(ctx context.Context, userID string) (map[string]im.Cursor, error) {
+	ids, err := e.groupStreams(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
-	return l.groupHeads(ctx, ids)
+	return e.groupHeads(ctx, ids)
 }
 
 // groupHeads reads the head of the stream of each group conversation among ids, creating the
 // streams that do not exist yet.
-func (l *Ledger) groupHeads(ctx context.Context, ids []string) (map[string]im.Cursor, error) {
+func (e *EventLog) groupHeads(ctx context.Context, ids []string) (map[string]im.Cursor, error) {
 	var reads []cache.GroupRead
 	for _, id := range ids {
-		if c, err := l.parseConversationID(id); err == nil && c.Kind.IsGroup() {
+		if c, err := e.state.ParseConversationID(id); err == nil && c.Kind.IsGroup() {
 			reads = append(reads, cache.GroupRead{ConversationID: id})
 		}
 	}
-	pages, err := l.cache.ReadGroupEvents(ctx, reads)
+	pages, err := e.cache.ReadGroupEvents(ctx, reads)
 	if err != nil {
 		return nil, err
 	}

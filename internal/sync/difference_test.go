@@ -23,7 +23,7 @@ func TestDifferencePagesAcrossStreams(t *testing.T) {
 	if err := l.SetGroup(ctx, "g2", []im.GroupMember{{UserID: "u", Role: im.RoleOwner}}); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := l.Summary(ctx, "u")
+	sum, err := l.Events().Summary(ctx, "u")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestDifferencePagesAcrossStreams(t *testing.T) {
 	if err := l.RecordStored(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.AnnounceMessages(ctx, msgs); err != nil {
+	if err := l.Events().AnnounceMessages(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
 
@@ -52,7 +52,7 @@ func TestDifferencePagesAcrossStreams(t *testing.T) {
 		if pages > 10 {
 			t.Fatal("the difference does not end")
 		}
-		d, err := l.Difference(ctx, "u", tok, 3)
+		d, err := l.Events().Difference(ctx, "u", tok, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func TestDifferencePagesAcrossStreams(t *testing.T) {
 	if g2.Seq != 4 || g2.ReadSeq != 4 || g2.Unread != 0 {
 		t.Errorf("u's last event of sg_g2 (u sent all): %+v, want seq 4, read seq 4, nothing unread", g2)
 	}
-	head, err := l.Head(ctx, "u")
+	head, err := l.Events().Head(ctx, "u")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,18 +93,18 @@ func TestDifferencePagesAcrossStreams(t *testing.T) {
 	if err := l.SetGroup(ctx, "g2", []im.GroupMember{{UserID: "x", Role: im.RoleOwner}}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := l.Difference(ctx, "u", tok, 100)
+	d, err := l.Events().Difference(ctx, "u", tok, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := fmt.Sprint(eventTypes(d.Events)); got != "[LEAVE n_sg_g2 LEAVE sg_g2]" || len(d.Token.Groups) != 2 {
 		t.Errorf("after leaving g2: events %s, token %s", got, d.Token)
 	}
-	vHead, err := l.Head(ctx, "v")
+	vHead, err := l.Events().Head(ctx, "v")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err = l.Difference(ctx, "v", im.SyncToken{User: vHead.User}, 100)
+	d, err = l.Events().Difference(ctx, "v", im.SyncToken{User: vHead.User}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

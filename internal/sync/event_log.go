@@ -19,6 +19,23 @@ import (
 // the caller retries, and retries are safe (every event carries a key naming its change, and a
 // stream logs a key once).
 
+// EventLog appends the events of changes to the logs where devices read them, and serves
+// those logs: a user's state summary, the difference after a sync token, the heads to follow
+// (difference.go). Events carry counters, which it reads through its state: the Ledger's, over
+// msggate's own store, or a StateSource's (NewFollowerLog). It is safe for concurrent use.
+type EventLog struct {
+	cache *cache.Cache
+	state stateReader
+}
+
+// stateReader is what the event log reads of users' conversation lists and seq state: one
+// Redis round trip for many users' queries, with the heads of their logs when withHeads.
+type stateReader interface {
+	statesMany(ctx context.Context, queries []cache.StateQuery, withHeads bool) ([][]im.SeqState, []im.Cursor, error)
+	conversationList(ctx context.Context, userID string) ([]string, error)
+	ParseConversationID(id string) (im.Conversation, error)
+}
+
 // personalReaders returns the users whose own logs take a change in a conversation that is not
 // a group's: the two users of a single chat, the owner of a notification conversation.
 func personalReaders(conv im.Conversation) ([]string, error) {
@@ -53,11 +70,11 @@ func messageKey(conversationID string, seq int64) string {
 // AnnounceMessages logs a NEW_MESSAGE event for each message: once in its group's stream, or
 // in the log of each user of a single chat, with the new counters. Messages come in seq order
 // per conversation.
-func (l *Ledger) AnnounceMessages(ctx context.Context, msgs []StoredMessage) error {
+func (e *EventLog) AnnounceMessages(ctx context.Context, msgs []StoredMessage) error {
 	var grouped []cache.GroupAppend
 	var personal []StoredMessage
 	for _, m := range msgs {
-		conv, err := l.parseConversationID(m.ConversationID)
+		conv, err := e.state.ParseConversationID(m.ConversationID)
 		if err != nil {
 			return err
 		}
@@ -70,15 +87,15 @@ func (l *Ledger) AnnounceMessages(ctx context.Context, msgs []StoredMessage) err
 				Seq: m.Seq, SendID: m.SendID},
 			MaxSeq: m.Seq, Key: messageKey(m.ConversationID, m.Seq)})
 	}
-	if _, err := l.cache.AppendGroupEvents(ctx, grouped); err != nil {
+	if _, err := e.cache.AppendGroupEvents(ctx, grouped); err != nil {
 		return err
 	}
-	return l.announcePersonalMessages(ctx, personal)
+	return e.announcePersonalMessages(ctx, personal)
 }
 
 // announcePersonalMessages appends a NEW_MESSAGE event, with the user's new counters, to the
 // log of both users of each message's single chat.
-func (l *Ledger) announcePersonalMessages(ctx context.Context, msgs []StoredMessage) error {
+func (e *EventLog) announcePersonalMessages(ctx context.Context, msgs []StoredMessage) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -89,7 +106,7 @@ func (l *Ledger) announcePersonalMessages(ctx context.Context, msgs []StoredMess
 		if _, ok := members[m.ConversationID]; ok {
 			continue
 		}
-		conv, err := l.parseConversationID(m.ConversationID)
+		conv, err := e.state.ParseConversationID(m.ConversationID)
 		if err != nil {
 			return err
 		}
@@ -112,7 +129,7 @@ func (l *Ledger) announcePersonalMessages(ctx context.Context, msgs []StoredMess
 	for i, u := range users {
 		queries[i] = cache.StateQuery{UserID: u, ConversationIDs: userConvs[u]}
 	}
-	states, _, err := l.statesMany(ctx, queries, false)
+	states, _, err := e.state.statesMany(ctx, queries, false)
 	if err != nil {
 		return err
 	}
@@ -139,57 +156,57 @@ func (l *Ledger) announcePersonalMessages(ctx context.Context, msgs []StoredMess
 			})
 		}
 	}
-	_, err = l.cache.AppendEvents(ctx, appends)
+	_, err = e.cache.AppendEvents(ctx, appends)
 	return err
 }
 
 // AnnounceRevoke tells every reader that the message at seq was revoked. A message is revoked
 // once, so the announcement is keyed by its seq: announcing it again adds nothing.
-func (l *Ledger) AnnounceRevoke(ctx context.Context, conv im.Conversation, seq int64) error {
-	return l.announceToAll(ctx, conv, im.Event{Type: im.EventRevoke, ConversationID: conv.ID, Seq: seq},
+func (e *EventLog) AnnounceRevoke(ctx context.Context, conv im.Conversation, seq int64) error {
+	return e.announceToAll(ctx, conv, im.Event{Type: im.EventRevoke, ConversationID: conv.ID, Seq: seq},
 		"r:"+conv.ID+":"+strconv.FormatInt(seq, 10))
 }
 
 // AnnounceDelete tells the deleting user (forEveryone false) or every reader that seqs were
 // deleted. key names the change (IntentKey): a second announcement under it adds nothing.
-func (l *Ledger) AnnounceDelete(ctx context.Context, userID string, conv im.Conversation, seqs []int64, forEveryone bool, key string) error {
+func (e *EventLog) AnnounceDelete(ctx context.Context, userID string, conv im.Conversation, seqs []int64, forEveryone bool, key string) error {
 	ev := im.Event{Type: im.EventDelete, ConversationID: conv.ID, Seqs: seqs, ForEveryone: forEveryone}
 	if forEveryone {
-		return l.announceToAll(ctx, conv, ev, key)
+		return e.announceToAll(ctx, conv, ev, key)
 	}
-	return l.announce(ctx, []string{userID}, ev, key)
+	return e.announce(ctx, []string{userID}, ev, key)
 }
 
 // announceToAll logs a counter-free event of a conversation where all its readers find it: in
 // a group's stream, or in the logs of a single chat's users.
-func (l *Ledger) announceToAll(ctx context.Context, conv im.Conversation, ev im.Event, key string) error {
+func (e *EventLog) announceToAll(ctx context.Context, conv im.Conversation, ev im.Event, key string) error {
 	if conv.Kind.IsGroup() {
 		ev.Time = time.Now().UnixMilli()
-		_, err := l.cache.AppendGroupEvents(ctx, []cache.GroupAppend{{Event: ev, Key: key}})
+		_, err := e.cache.AppendGroupEvents(ctx, []cache.GroupAppend{{Event: ev, Key: key}})
 		return err
 	}
 	users, err := personalReaders(conv)
 	if err != nil {
 		return err
 	}
-	return l.announce(ctx, users, ev, key)
+	return e.announce(ctx, users, ev, key)
 }
 
 // announce appends one counter-free event to each user's log, under key.
-func (l *Ledger) announce(ctx context.Context, users []string, ev im.Event, key string) error {
+func (e *EventLog) announce(ctx context.Context, users []string, ev im.Event, key string) error {
 	ev.Time = time.Now().UnixMilli()
 	appends := make([]cache.EventAppend, len(users))
 	for i, u := range users {
 		appends[i] = cache.EventAppend{UserID: u, Event: ev, Key: key}
 	}
-	_, err := l.cache.AppendEvents(ctx, appends)
+	_, err := e.cache.AppendEvents(ctx, appends)
 	return err
 }
 
 // announceStates appends an event that carries counters (READ, CLEAR) to each user's log, with
 // the state each user is known to be in, under key; it returns the events as stored (the zero
 // Event where the log had the key already).
-func (l *Ledger) announceStates(ctx context.Context, ev im.Event, users []string, states []im.SeqState, key string) ([]im.Event, error) {
+func (e *EventLog) announceStates(ctx context.Context, ev im.Event, users []string, states []im.SeqState, key string) ([]im.Event, error) {
 	ev.Time = time.Now().UnixMilli()
 	appends := make([]cache.EventAppend, len(users))
 	for i, u := range users {
@@ -197,5 +214,54 @@ func (l *Ledger) announceStates(ctx context.Context, ev im.Event, users []string
 		appends[i] = cache.EventAppend{UserID: u, Event: ev, Key: key,
 			MaxSeq: st.MaxSeq, ConvMinSeq: st.MinSeq, ReadSeq: st.ReadSeq, UserMinSeq: st.UserMinSeq}
 	}
-	return l.cache.AppendEvents(ctx, appends)
+	return e.cache.AppendEvents(ctx, appends)
+}
+
+// announceMinSeq tells every reader of the conversation that seqs below minSeq are gone: once
+// in a group's stream, or in the log of each user of a single chat, with their counters.
+func (e *EventLog) announceMinSeq(ctx context.Context, conversationID string, minSeq int64, key string) error {
+	conv, err := im.ParseConversationID(conversationID)
+	if err != nil {
+		return err
+	}
+	ev := im.Event{Type: im.EventClear, ConversationID: conversationID, ForEveryone: true}
+	if conv.Kind.IsGroup() {
+		st, _, err := e.state.statesMany(ctx, []cache.StateQuery{{ConversationIDs: []string{conversationID}}}, false)
+		if err != nil {
+			return err
+		}
+		ev.Time = time.Now().UnixMilli()
+		_, err = e.cache.AppendGroupEvents(ctx, []cache.GroupAppend{{Event: ev, MaxSeq: st[0][0].MaxSeq, MinSeq: minSeq, Key: key}})
+		return err
+	}
+	members, err := personalReaders(conv)
+	if err != nil {
+		return err
+	}
+	states, err := e.membersStates(ctx, members, conversationID)
+	if err != nil {
+		return err
+	}
+	for i := range states {
+		states[i].MinSeq = max(states[i].MinSeq, minSeq)
+	}
+	_, err = e.announceStates(ctx, ev, members, states, key)
+	return err
+}
+
+// membersStates reads each member's state in one conversation, aligned with members.
+func (e *EventLog) membersStates(ctx context.Context, members []string, conversationID string) ([]im.SeqState, error) {
+	queries := make([]cache.StateQuery, len(members))
+	for i, u := range members {
+		queries[i] = cache.StateQuery{UserID: u, ConversationIDs: []string{conversationID}}
+	}
+	states, _, err := e.state.statesMany(ctx, queries, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]im.SeqState, len(members))
+	for i := range members {
+		out[i] = states[i][0]
+	}
+	return out, nil
 }

@@ -3,9 +3,12 @@ package sync
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
+	gosync "sync"
 	"time"
 
+	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/im"
 )
@@ -27,6 +30,20 @@ const DefaultIntentHandoff = 5 * time.Second
 // caller's deadline (maxTimeMS), at most the request's 30 s.
 const IntentGrace = 45 * time.Second
 
+// Outbox records the intents of this instance's writers and tells the relay which intents
+// nobody works on any more. It is made with the Ledger (Ledger.Outbox), whose instance token
+// it shares. It is safe for concurrent use.
+type Outbox struct {
+	store   *chunkstore.Store
+	cache   *cache.Cache
+	token   string
+	handoff time.Duration
+	fault   func(step string) error
+	logger  *slog.Logger
+	// writing holds the IDs of the intents this instance's writers are working on.
+	writing gosync.Map
+}
+
 // ErrWriterStopped is what an injected fault returns (Options.Fault): the writer stops where it
 // is, as if its process had died there.
 var ErrWriterStopped = errors.New("writer stopped by an injected fault")
@@ -34,27 +51,27 @@ var ErrWriterStopped = errors.New("writer stopped by an injected fault")
 // BeginIntent records the intent of a change, owned by this instance and due after the
 // handoff. Nothing of the change may reach the store before it returns without error. The
 // writer calls release when it stops, however it stops: until then no relay takes the intent.
-func (l *Ledger) BeginIntent(ctx context.Context, in *chunkstore.Intent) (release func(), err error) {
+func (o *Outbox) BeginIntent(ctx context.Context, in *chunkstore.Intent) (release func(), err error) {
 	now := time.Now()
-	in.Owner = l.token
-	in.Created, in.Due = now.UnixMilli(), now.Add(l.opts.IntentHandoff).UnixMilli()
+	in.Owner = o.token
+	in.Created, in.Due = now.UnixMilli(), now.Add(o.handoff).UnixMilli()
 	if in.ID == "" {
 		in.ID = chunkstore.NewIntentID()
 	}
-	l.writing.Store(in.ID, true)
-	release = func() { l.writing.Delete(in.ID) }
-	if err := l.store.RecordIntent(ctx, in); err != nil {
+	o.writing.Store(in.ID, true)
+	release = func() { o.writing.Delete(in.ID) }
+	if err := o.store.RecordIntent(ctx, in); err != nil {
 		release()
 		return func() {}, err
 	}
-	return release, l.Fault("intent")
+	return release, o.Fault("intent")
 }
 
 // Change makes a change under an intent (the steps above): apply changes the store, announce
 // tells the devices (the intent's ID is set by then). With Options.Fault, a fault may stop
 // the writer after each step.
-func (l *Ledger) Change(ctx context.Context, in *chunkstore.Intent, apply, announce func() error) error {
-	release, err := l.BeginIntent(ctx, in)
+func (o *Outbox) Change(ctx context.Context, in *chunkstore.Intent, apply, announce func() error) error {
+	release, err := o.BeginIntent(ctx, in)
 	defer release()
 	if err != nil {
 		return err
@@ -62,24 +79,24 @@ func (l *Ledger) Change(ctx context.Context, in *chunkstore.Intent, apply, annou
 	if err := apply(); err != nil {
 		return err
 	}
-	if err := l.Fault("store"); err != nil {
+	if err := o.Fault("store"); err != nil {
 		return err
 	}
 	if err := announce(); err != nil {
 		return err
 	}
-	if err := l.Fault("announce"); err != nil {
+	if err := o.Fault("announce"); err != nil {
 		return err
 	}
-	l.EndIntent(ctx, in.ID)
+	o.EndIntent(ctx, in.ID)
 	return nil
 }
 
 // EndIntent drops the intent of a change that is announced. A failure is logged only: the
 // relay finds the intent later, and finishing it again announces nothing twice.
-func (l *Ledger) EndIntent(ctx context.Context, id string) {
-	if err := l.store.DropIntent(ctx, id); err != nil {
-		l.opts.Logger.WarnContext(ctx, "dropping a finished intent failed; the relay will drop it", "intent", id, "err", err)
+func (o *Outbox) EndIntent(ctx context.Context, id string) {
+	if err := o.store.DropIntent(ctx, id); err != nil {
+		o.logger.WarnContext(ctx, "dropping a finished intent failed; the relay will drop it", "intent", id, "err", err)
 	}
 }
 
@@ -89,10 +106,10 @@ const InstanceTTL = 3 * time.Second
 
 // Heartbeat says this instance is alive until ctx ends, so that no other instance's relay
 // takes the intents its writers are still working on.
-func (l *Ledger) Heartbeat(ctx context.Context) {
+func (o *Outbox) Heartbeat(ctx context.Context) {
 	for {
-		if err := l.cache.MarkAlive(ctx, l.token, InstanceTTL); err != nil && ctx.Err() == nil {
-			l.opts.Logger.DebugContext(ctx, "saying this instance is alive failed", "err", err)
+		if err := o.cache.MarkAlive(ctx, o.token, InstanceTTL); err != nil && ctx.Err() == nil {
+			o.logger.DebugContext(ctx, "saying this instance is alive failed", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -105,24 +122,24 @@ func (l *Ledger) Heartbeat(ctx context.Context) {
 // Orphaned returns the intents among due that nobody works on any more: this instance's whose
 // writer has stopped, and other instances' whose instance is dead. Without Redis it returns
 // none: their changes could not be announced anyway.
-func (l *Ledger) Orphaned(ctx context.Context, due []chunkstore.Intent) ([]chunkstore.Intent, error) {
+func (o *Outbox) Orphaned(ctx context.Context, due []chunkstore.Intent) ([]chunkstore.Intent, error) {
 	var owners []string
 	seen := map[string]bool{}
 	for _, in := range due {
-		if in.Owner != "" && in.Owner != l.token && !seen[in.Owner] {
+		if in.Owner != "" && in.Owner != o.token && !seen[in.Owner] {
 			seen[in.Owner] = true
 			owners = append(owners, in.Owner)
 		}
 	}
-	alive, err := l.cache.Alive(ctx, owners)
+	alive, err := o.cache.Alive(ctx, owners)
 	if err != nil {
 		return nil, err
 	}
 	var out []chunkstore.Intent
 	for _, in := range due {
 		switch {
-		case in.Owner == l.token:
-			if _, writing := l.writing.Load(in.ID); writing {
+		case in.Owner == o.token:
+			if _, writing := o.writing.Load(in.ID); writing {
 				continue
 			}
 		case alive[in.Owner]:
@@ -134,11 +151,11 @@ func (l *Ledger) Orphaned(ctx context.Context, due []chunkstore.Intent) ([]chunk
 }
 
 // Fault runs the injected fault for a step of a write (Options.Fault).
-func (l *Ledger) Fault(step string) error {
-	if l.opts.Fault == nil {
+func (o *Outbox) Fault(step string) error {
+	if o.fault == nil {
 		return nil
 	}
-	return l.opts.Fault(step)
+	return o.fault(step)
 }
 
 // IntentKey is the event key of the change an intent records (cache.EventAppend.Key).
@@ -218,7 +235,7 @@ func (l *Ledger) finishUserMove(ctx context.Context, in chunkstore.Intent, kind 
 		return IntentPending, err
 	}
 	apply(&st[0])
-	if _, err := l.announceStates(ctx, im.Event{Type: kind, ConversationID: in.ConversationID},
+	if _, err := l.events.announceStates(ctx, im.Event{Type: kind, ConversationID: in.ConversationID},
 		[]string{in.UserID}, st[:1], key); err != nil {
 		return IntentPending, err
 	}
@@ -238,7 +255,7 @@ func (l *Ledger) finishClear(ctx context.Context, in chunkstore.Intent) (IntentO
 	if docs[in.ConversationID].MinSeq < in.Target {
 		return Unverified(in), nil
 	}
-	if err := l.announceMinSeq(ctx, in.ConversationID, in.Target, clearKey(in.ConversationID, in.Target)); err != nil {
+	if err := l.events.announceMinSeq(ctx, in.ConversationID, in.Target, clearKey(in.ConversationID, in.Target)); err != nil {
 		return IntentPending, err
 	}
 	return IntentDone, nil

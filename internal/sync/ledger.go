@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	gosync "sync"
 	"time"
 
 	"github.com/graph-gophers/dataloader/v7"
@@ -31,27 +30,28 @@ type Options struct {
 	Fault func(step string) error
 }
 
-// Ledger is the seq ledger. It is safe for concurrent use.
+// Ledger is the seq ledger: seq accounting (allocation, max, min and read seqs) and
+// membership (access, groups, conversation lists). Its changes are made through its Outbox
+// and announced in its EventLog, which it makes with it. It is safe for concurrent use.
 type Ledger struct {
 	store *chunkstore.Store
 	cache *cache.Cache
 	opts  Options
 	// token names this instance: to the seq allocator, and as the owner of its intents.
-	token string
-	// writing holds the IDs of the intents this instance's writers are working on.
-	writing gosync.Map
+	token  string
+	outbox *Outbox
+	events *EventLog
 	// lists and userSeqs read the conversation lists and read state Redis misses, many users
 	// a query (store_loaders.go).
 	lists    *dataloader.Loader[string, storedList]
 	userSeqs *dataloader.Loader[chunkstore.UserSeqKey, chunkstore.UserSeqs]
-	// source, when set, holds the lists and counters instead of store (NewFollowerLedger).
-	source StateSource
 }
 
-// NewLedger returns a Ledger over the store and the cache.
+// NewLedger returns a Ledger over the store and the cache, with this instance's Outbox and
+// an EventLog that reads users' state through the Ledger.
 func NewLedger(store *chunkstore.Store, c *cache.Cache, opts Options) *Ledger {
 	if opts.BlockSize <= 0 {
-		opts.BlockSize = 100
+		opts.BlockSize = DefaultBlockSize
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -62,10 +62,21 @@ func NewLedger(store *chunkstore.Store, c *cache.Cache, opts Options) *Ledger {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	l := &Ledger{store: store, cache: c, opts: opts, token: hex.EncodeToString(b)}
+	l.outbox = &Outbox{store: store, cache: c, token: l.token, handoff: opts.IntentHandoff, fault: opts.Fault, logger: opts.Logger}
+	l.events = &EventLog{cache: c, state: l}
 	l.lists = newStoreLoader(l.loadLists)
 	l.userSeqs = newStoreLoader(l.loadUserSeqs)
 	return l
 }
+
+// DefaultBlockSize is Options.BlockSize's default.
+const DefaultBlockSize = 100
+
+// Outbox is where this instance's writers record the intents of their changes (intent.go).
+func (l *Ledger) Outbox() *Outbox { return l.outbox }
+
+// Events is the event log the ledger announces its changes in.
+func (l *Ledger) Events() *EventLog { return l.events }
 
 // allocWait bounds how long Allocate waits for another instance's block refill: longer than
 // the cache's refill lock lives, so a refiller that died holding it is outwaited.
@@ -131,9 +142,6 @@ func (l *Ledger) States(ctx context.Context, userID string, conversationIDs []st
 // also returns each query's user's event log head, read in the same round trip; a Redis
 // failure is then an error, since no token can be given without the log.
 func (l *Ledger) statesMany(ctx context.Context, queries []cache.StateQuery, withHeads bool) ([][]im.SeqState, []im.Cursor, error) {
-	if l.source != nil {
-		return l.sourceStates(ctx, queries, withHeads)
-	}
 	out := make([][]im.SeqState, len(queries))
 	cached, err := l.cache.GetStatesMany(ctx, queries, withHeads)
 	if err != nil {
@@ -268,13 +276,13 @@ func (l *Ledger) MarkRead(ctx context.Context, userID, conversationID string, re
 	}
 	intent := &chunkstore.Intent{Kind: chunkstore.IntentRead, ConversationID: conversationID, UserID: userID, Target: target}
 	key := chunkstore.UserSeqKey{ConversationID: conversationID, UserID: userID}
-	err = l.Change(ctx, intent, func() error {
+	err = l.outbox.Change(ctx, intent, func() error {
 		return l.store.RaiseReadSeqs(ctx, map[chunkstore.UserSeqKey]int64{key: target})
 	}, func() error {
 		s.ReadSeq = target
 		// The event raises the cached read seq too, and its counters are what the user's
 		// other devices will show; the caller gets the same numbers.
-		evs, err := l.announceStates(ctx, im.Event{Type: im.EventRead, ConversationID: conversationID}, []string{userID}, []im.SeqState{s}, readKey(conversationID, target))
+		evs, err := l.events.announceStates(ctx, im.Event{Type: im.EventRead, ConversationID: conversationID}, []string{userID}, []im.SeqState{s}, readKey(conversationID, target))
 		if err == nil {
 			applyCounters(&s, evs[0])
 		}
@@ -308,12 +316,12 @@ func (l *Ledger) ClearForUser(ctx context.Context, userID, conversationID string
 	}
 	intent := &chunkstore.Intent{Kind: chunkstore.IntentClear, ConversationID: conversationID, UserID: userID, Target: next}
 	key := chunkstore.UserSeqKey{ConversationID: conversationID, UserID: userID}
-	err = l.Change(ctx, intent, func() error {
+	err = l.outbox.Change(ctx, intent, func() error {
 		return l.store.RaiseUserMinSeqs(ctx, map[chunkstore.UserSeqKey]int64{key: next})
 	}, func() error {
 		l.raiseCache(ctx, nil, []cache.UserRaise{{UserID: userID, ConversationID: conversationID, UserMinSeq: &next}})
 		s.UserMinSeq = next
-		_, err := l.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: conversationID}, []string{userID}, []im.SeqState{s}, userClearKey(conversationID, next))
+		_, err := l.events.announceStates(ctx, im.Event{Type: im.EventClear, ConversationID: conversationID}, []string{userID}, []im.SeqState{s}, userClearKey(conversationID, next))
 		return err
 	})
 	if err != nil {
@@ -351,59 +359,10 @@ func (l *Ledger) RaiseMinSeq(ctx context.Context, conversationID string, minSeq 
 		return err
 	}
 	intent := &chunkstore.Intent{Kind: chunkstore.IntentClear, ConversationID: conversationID, ForEveryone: true, Target: minSeq}
-	return l.Change(ctx, intent, func() error {
+	return l.outbox.Change(ctx, intent, func() error {
 		return l.store.RaiseMinSeq(ctx, conversationID, minSeq)
 	}, func() error {
 		l.raiseCache(ctx, []cache.ConversationRaise{{ConversationID: conversationID, MinSeq: &minSeq}}, nil)
-		return l.announceMinSeq(ctx, conversationID, minSeq, clearKey(conversationID, minSeq))
+		return l.events.announceMinSeq(ctx, conversationID, minSeq, clearKey(conversationID, minSeq))
 	})
-}
-
-// announceMinSeq tells every reader of the conversation that seqs below minSeq are gone: once
-// in a group's stream, or in the log of each user of a single chat, with their counters.
-func (l *Ledger) announceMinSeq(ctx context.Context, conversationID string, minSeq int64, key string) error {
-	conv, err := im.ParseConversationID(conversationID)
-	if err != nil {
-		return err
-	}
-	ev := im.Event{Type: im.EventClear, ConversationID: conversationID, ForEveryone: true}
-	if conv.Kind.IsGroup() {
-		st, _, err := l.statesMany(ctx, []cache.StateQuery{{ConversationIDs: []string{conversationID}}}, false)
-		if err != nil {
-			return err
-		}
-		ev.Time = time.Now().UnixMilli()
-		_, err = l.cache.AppendGroupEvents(ctx, []cache.GroupAppend{{Event: ev, MaxSeq: st[0][0].MaxSeq, MinSeq: minSeq, Key: key}})
-		return err
-	}
-	members, err := personalReaders(conv)
-	if err != nil {
-		return err
-	}
-	states, err := l.membersStates(ctx, members, conversationID)
-	if err != nil {
-		return err
-	}
-	for i := range states {
-		states[i].MinSeq = max(states[i].MinSeq, minSeq)
-	}
-	_, err = l.announceStates(ctx, ev, members, states, key)
-	return err
-}
-
-// membersStates reads each member's state in one conversation, aligned with members.
-func (l *Ledger) membersStates(ctx context.Context, members []string, conversationID string) ([]im.SeqState, error) {
-	queries := make([]cache.StateQuery, len(members))
-	for i, u := range members {
-		queries[i] = cache.StateQuery{UserID: u, ConversationIDs: []string{conversationID}}
-	}
-	states, _, err := l.statesMany(ctx, queries, false)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]im.SeqState, len(members))
-	for i := range members {
-		out[i] = states[i][0]
-	}
-	return out, nil
 }

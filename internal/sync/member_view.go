@@ -19,12 +19,12 @@ type MemberView struct {
 
 // memberViews reads userID's view of each group conversation: one Redis round trip (and, for
 // what Redis misses, MongoDB).
-func (l *Ledger) memberViews(ctx context.Context, userID string, conversationIDs []string) (map[string]MemberView, error) {
+func (e *EventLog) memberViews(ctx context.Context, userID string, conversationIDs []string) (map[string]MemberView, error) {
 	out := make(map[string]MemberView, len(conversationIDs))
 	if len(conversationIDs) == 0 {
 		return out, nil
 	}
-	states, _, err := l.statesMany(ctx, []cache.StateQuery{{UserID: userID, ConversationIDs: conversationIDs}}, false)
+	states, _, err := e.state.statesMany(ctx, []cache.StateQuery{{UserID: userID, ConversationIDs: conversationIDs}}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -35,8 +35,8 @@ func (l *Ledger) memberViews(ctx context.Context, userID string, conversationIDs
 }
 
 // MemberViews is memberViews for a subscription that starts following groups.
-func (l *Ledger) MemberViews(ctx context.Context, userID string, conversationIDs []string) (map[string]MemberView, error) {
-	return l.memberViews(ctx, userID, conversationIDs)
+func (e *EventLog) MemberViews(ctx context.Context, userID string, conversationIDs []string) (map[string]MemberView, error) {
+	return e.memberViews(ctx, userID, conversationIDs)
 }
 
 // observe takes what an event of the member's own log or of the group's stream says about the

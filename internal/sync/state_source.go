@@ -7,9 +7,9 @@ import (
 	"github.com/msggate/msggate/internal/im"
 )
 
-// StateSource is where a Ledger over a store msggate does not own reads users' conversation
-// lists and seq state (OpenIM mode: OpenIM's MongoDB and Redis, only read). Its event logs
-// stay in msggate's own Redis, filled by whatever follows that store's changes.
+// StateSource is where an event log over a store msggate does not own reads users'
+// conversation lists and seq state (OpenIM mode: OpenIM's MongoDB and Redis, only read). Its
+// event logs stay in msggate's own Redis, filled by whatever follows that store's changes.
 type StateSource interface {
 	// ConversationIDs returns the IDs on userID's conversation list.
 	ConversationIDs(ctx context.Context, userID string) ([]string, error)
@@ -19,31 +19,36 @@ type StateSource interface {
 	ParseConversationID(id string) (im.Conversation, error)
 }
 
-// parseConversationID checks id by the rules of the store the Ledger serves.
-func (l *Ledger) parseConversationID(id string) (im.Conversation, error) {
-	if l.source != nil {
-		return l.source.ParseConversationID(id)
-	}
-	return im.ParseConversationID(id)
+// NewFollowerLog returns an EventLog that serves sync (Summary, Difference, the Hub) over a
+// store msggate does not own: lists and counters come from src, events from c's logs, which
+// a follower of the store's changes fills with the Announce methods.
+func NewFollowerLog(c *cache.Cache, src StateSource) *EventLog {
+	return &EventLog{cache: c, state: sourceState{src: src, cache: c}}
 }
 
-// NewFollowerLedger returns a Ledger that serves sync (Summary, Difference, the Hub) over a
-// store it does not own: lists and counters come from src, events from c's logs. It has no
-// write path: its writers' methods must not be called.
-func NewFollowerLedger(c *cache.Cache, src StateSource, opts Options) *Ledger {
-	l := NewLedger(nil, c, opts)
-	l.source = src
-	return l
+// sourceState is a StateSource as the event log reads state, with the heads of the logs from
+// msggate's Redis.
+type sourceState struct {
+	src   StateSource
+	cache *cache.Cache
 }
 
-// sourceStates is statesMany over the StateSource. The heads are read before the states, so
+func (s sourceState) conversationList(ctx context.Context, userID string) ([]string, error) {
+	return s.src.ConversationIDs(ctx, userID)
+}
+
+func (s sourceState) ParseConversationID(id string) (im.Conversation, error) {
+	return s.src.ParseConversationID(id)
+}
+
+// statesMany reads the states from the StateSource. The heads are read before the states, so
 // the events after a head are all reflected in, or newer than, the states read after it.
-func (l *Ledger) sourceStates(ctx context.Context, queries []cache.StateQuery, withHeads bool) ([][]im.SeqState, []im.Cursor, error) {
+func (s sourceState) statesMany(ctx context.Context, queries []cache.StateQuery, withHeads bool) ([][]im.SeqState, []im.Cursor, error) {
 	var heads []im.Cursor
 	if withHeads {
 		heads = make([]im.Cursor, len(queries))
 		for i, q := range queries {
-			h, err := l.cache.EventHead(ctx, q.UserID)
+			h, err := s.cache.EventHead(ctx, q.UserID)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -52,7 +57,7 @@ func (l *Ledger) sourceStates(ctx context.Context, queries []cache.StateQuery, w
 	}
 	out := make([][]im.SeqState, len(queries))
 	for i, q := range queries {
-		states, err := l.source.States(ctx, q.UserID, q.ConversationIDs)
+		states, err := s.src.States(ctx, q.UserID, q.ConversationIDs)
 		if err != nil {
 			return nil, nil, err
 		}

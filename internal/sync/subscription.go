@@ -3,7 +3,6 @@ package sync
 import (
 	"context"
 	"errors"
-	"github.com/msggate/msggate/internal/freshstack"
 	"maps"
 	"math/rand/v2"
 	gosync "sync"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/freshstack"
 	"github.com/msggate/msggate/internal/im"
 )
 
@@ -44,7 +44,7 @@ var ErrSlowConsumer = errors.New("slow consumer: the subscriber stopped taking i
 // instance, and handed to each of its subscribers here in process. It is safe for concurrent
 // use.
 type Hub struct {
-	ledger *Ledger
+	events *EventLog
 	cache  *cache.Cache
 	feed   *cache.EventFeed
 	opts   HubOptions
@@ -60,7 +60,7 @@ type Hub struct {
 }
 
 // NewHub starts a Hub. Close it to release its Redis connection.
-func NewHub(l *Ledger, c *cache.Cache, opts HubOptions) *Hub {
+func NewHub(events *EventLog, c *cache.Cache, opts HubOptions) *Hub {
 	if opts.Buffer <= 0 {
 		opts.Buffer = DefaultHubBuffer
 	}
@@ -70,7 +70,7 @@ func NewHub(l *Ledger, c *cache.Cache, opts HubOptions) *Hub {
 	if opts.StallTimeout <= 0 {
 		opts.StallTimeout = 10 * time.Second
 	}
-	h := &Hub{ledger: l, cache: c, opts: opts, users: map[string]map[*Subscription]struct{}{},
+	h := &Hub{events: events, cache: c, opts: opts, users: map[string]map[*Subscription]struct{}{},
 		groups: map[string]map[*Subscription]struct{}{}}
 	h.feed = c.OpenEventFeed(h.deliver)
 	return h
@@ -359,7 +359,7 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 	// catchUp sends what the logs hold after tok; false when the subscription must end.
 	catchUp := func() (bool, error) {
 		for {
-			d, err := s.hub.ledger.Difference(ctx, s.userID, tok, s.hub.opts.ReplayPage)
+			d, err := s.hub.events.Difference(ctx, s.userID, tok, s.hub.opts.ReplayPage)
 			if err != nil {
 				return false, err
 			}
@@ -398,7 +398,7 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 				}
 				s.head = &head
 			}
-			groups, err := s.hub.ledger.GroupHeads(ctx, s.userID)
+			groups, err := s.hub.events.GroupHeads(ctx, s.userID)
 			if err != nil {
 				return false, err
 			}
@@ -420,7 +420,7 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 				}
 			}
 			if len(unseen) > 0 {
-				vs, err := s.hub.ledger.MemberViews(ctx, s.userID, unseen)
+				vs, err := s.hub.events.MemberViews(ctx, s.userID, unseen)
 				if err != nil {
 					return false, err
 				}

@@ -29,7 +29,7 @@ func TestSubscriptionOutlivesRedisRestart(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	c := cache.New(rdb, cache.Options{})
 	l := imsync.NewLedger(store, c, imsync.Options{})
-	hub := imsync.NewHub(l, c, imsync.HubOptions{})
+	hub := imsync.NewHub(l.Events(), c, imsync.HubOptions{})
 	t.Cleanup(func() { _ = hub.Close() })
 
 	conv, err := l.ParseConversationID("si_alice_bob")
@@ -37,10 +37,10 @@ func TestSubscriptionOutlivesRedisRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The log exists, and the stream starts from its head.
-	if err := l.AnnounceRevoke(ctx, conv, 1); err != nil {
+	if err := l.Events().AnnounceRevoke(ctx, conv, 1); err != nil {
 		t.Fatal(err)
 	}
-	head, err := l.Difference(ctx, "bob", im.SyncToken{}, 1)
+	head, err := l.Events().Difference(ctx, "bob", im.SyncToken{}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestSubscriptionOutlivesRedisRestart(t *testing.T) {
 		}
 		return im.Event{}
 	}
-	if err := l.AnnounceRevoke(ctx, conv, 2); err != nil {
+	if err := l.Events().AnnounceRevoke(ctx, conv, 2); err != nil {
 		t.Fatal(err)
 	}
 	if ev := next("before the restart"); ev.Type != im.EventRevoke || ev.Seq != 2 {
@@ -110,7 +110,7 @@ func TestHubFansOutGroupEventsInProcess(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	c := cache.New(rdb, cache.Options{})
-	hub := imsync.NewHub(l, c, imsync.HubOptions{})
+	hub := imsync.NewHub(l.Events(), c, imsync.HubOptions{})
 	t.Cleanup(func() { _ = hub.Close() })
 	const n = 200
 	members := make([]im.GroupMember, n)
@@ -152,7 +152,7 @@ func TestHubFansOutGroupEventsInProcess(t *testing.T) {
 	if err := l.RecordStored(ctx, []imsync.StoredMessage{msg}); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.AnnounceMessages(ctx, []imsync.StoredMessage{msg}); err != nil {
+	if err := l.Events().AnnounceMessages(ctx, []imsync.StoredMessage{msg}); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}

@@ -24,7 +24,7 @@ type MongoCommands struct {
 }
 
 // Observe counts one command; it is a chunkstore.CommandStarted, for the gateway's
-// Config.OnMongoCommand.
+// Observers.OnMongoCommand.
 func (c *MongoCommands) Observe(_ context.Context, command, collection string) {
 	if collection == "" {
 		return
@@ -85,7 +85,7 @@ func (m *MongoDB) Connect(t testing.TB, monitor *event.CommandMonitor) *mongo.Da
 // makes, as the list of its commands with their key ("hmget msggate:{c}:chunk:0"; for
 // scripts, their first key). The handshake go-redis runs on every new connection (HELLO,
 // CLIENT) is not recorded. Its Observe is a cache.RoundTripObserver, for the gateway's
-// Config.OnRedisRoundTrip; it is also a go-redis hook, for a client the test makes itself.
+// Observers.OnRedisRoundTrip; it is also a go-redis hook, for a client the test makes itself.
 //
 // On a Redis Cluster, add it to the redis.ClusterClient with AddHook: it then sees each call
 // once, as the caller made it, before go-redis splits it by node. A pipeline whose keys live

@@ -32,6 +32,9 @@ type Gateway struct {
 	// nil for a client.
 	Mongo      *testenv.MongoCommands
 	RoundTrips *testenv.RedisRoundTrips
+	// Observers are the observers the gateway was opened with, the counters' included: a
+	// second instance opened with them is counted alike.
+	Observers gateway.Observers
 }
 
 // Start starts a gateway on its own redis-server and a fresh FerretDB database.
@@ -40,12 +43,19 @@ func Start(t testing.TB) *Gateway { return StartWith(t, nil) }
 // StartWith starts a gateway like Start, with its configuration changed by tune first.
 func StartWith(t testing.TB, tune func(*gateway.Config)) *Gateway {
 	t.Helper()
+	return StartObserved(t, gateway.Observers{}, tune)
+}
+
+// StartObserved starts a gateway like StartWith, with obs watching its MongoDB commands and
+// Redis round trips besides the counters.
+func StartObserved(t testing.TB, obs gateway.Observers, tune func(*gateway.Config)) *Gateway {
+	t.Helper()
 	rs := testenv.Redis(t)
 	cfg := Config(rs.URL(), testenv.Mongo(t))
 	if tune != nil {
 		tune(&cfg)
 	}
-	g := New(t, cfg)
+	g := NewObserved(t, cfg, obs)
 	g.Redis = rs
 	return g
 }
@@ -57,7 +67,7 @@ func StartPair(t testing.TB, tweak func(*gateway.Config)) [2]*Gateway {
 	t.Helper()
 	rs := testenv.Redis(t)
 	cfg := Config(rs.URL(), testenv.Mongo(t))
-	cfg.RateLimit = -1
+	cfg.Handler.RateLimit = -1
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -84,42 +94,51 @@ func Config(redisURL string, mdb *testenv.MongoDB) gateway.Config {
 		MongoDatabase: mdb.Database(),
 		RedisURL:      redisURL,
 		JWTSecret:     Secret,
-		Introspection: true,
-		// Generous: under -race on a busy 2-core machine (the whole suite in parallel) sibling
-		// resolvers can lag each other by more than the default wait, and a split batch would
-		// show as an extra round trip in the tests that count them. A lone resolver does not
-		// wait at all, so the tests pay this only where siblings batch.
-		Loaders: graph.LoaderOptions{Wait: 20 * time.Millisecond},
-		// Every client of a test comes from 127.0.0.1, so one address's bucket would hold back
-		// a whole suite's requests without a valid token; the tests of that limit set it.
-		AnonymousRateLimit: -1,
+		Handler: graph.HandlerOptions{
+			Introspection: true,
+			// Generous: under -race on a busy 2-core machine (the whole suite in parallel)
+			// sibling resolvers can lag each other by more than the default wait, and a split
+			// batch would show as an extra round trip in the tests that count them. A lone
+			// resolver does not wait at all, so the tests pay this only where siblings batch.
+			Loaders: graph.LoaderOptions{Wait: 20 * time.Millisecond},
+			// Every client of a test comes from 127.0.0.1, so one address's bucket would hold
+			// back a whole suite's requests without a valid token; the tests of that limit set
+			// it.
+			AnonymousRateLimit: -1,
+		},
 	}
 }
 
 // New opens a gateway on cfg, with fresh counters watching its MongoDB commands and Redis
-// round trips (besides any observer cfg already has), gives FerretDB the index on _id that
-// msggate's embedded store has (testenv.IndexIDs), and serves it over HTTP until the test
-// ends.
+// round trips, gives FerretDB the index on _id that msggate's embedded store has
+// (testenv.IndexIDs), and serves it over HTTP until the test ends.
 func New(t testing.TB, cfg gateway.Config) *Gateway {
 	t.Helper()
+	return NewObserved(t, cfg, gateway.Observers{})
+}
+
+// NewObserved is New with obs watching the gateway besides the counters.
+func NewObserved(t testing.TB, cfg gateway.Config, obs gateway.Observers) *Gateway {
+	t.Helper()
 	g := &Gateway{T: t, Mongo: &testenv.MongoCommands{}, RoundTrips: &testenv.RedisRoundTrips{}}
-	if watched := cfg.OnMongoCommand; watched != nil {
-		cfg.OnMongoCommand = func(ctx context.Context, command, collection string) {
+	if watched := obs.OnMongoCommand; watched != nil {
+		obs.OnMongoCommand = func(ctx context.Context, command, collection string) {
 			g.Mongo.Observe(ctx, command, collection)
 			watched(ctx, command, collection)
 		}
 	} else {
-		cfg.OnMongoCommand = g.Mongo.Observe
+		obs.OnMongoCommand = g.Mongo.Observe
 	}
-	if watched := cfg.OnRedisRoundTrip; watched != nil {
-		cfg.OnRedisRoundTrip = func(calls []cache.Call) {
+	if watched := obs.OnRedisRoundTrip; watched != nil {
+		obs.OnRedisRoundTrip = func(calls []cache.Call) {
 			g.RoundTrips.Observe(calls)
 			watched(calls)
 		}
 	} else {
-		cfg.OnRedisRoundTrip = g.RoundTrips.Observe
+		obs.OnRedisRoundTrip = g.RoundTrips.Observe
 	}
-	g.Gateway = Open(t, cfg, Logger(t))
+	g.Observers = obs
+	g.Gateway = OpenObserved(t, cfg, obs, Logger(t))
 	testenv.IndexIDs(t, cfg.MongoURI, cfg.MongoDatabase) // as the embedded store's, now that its collections exist
 	g.URL = Serve(t, g.Gateway)
 	return g
@@ -128,9 +147,15 @@ func New(t testing.TB, cfg gateway.Config) *Gateway {
 // Open opens a gateway on cfg and closes it when the test ends.
 func Open(t testing.TB, cfg gateway.Config, logger *slog.Logger) *gateway.Gateway {
 	t.Helper()
+	return OpenObserved(t, cfg, gateway.Observers{}, logger)
+}
+
+// OpenObserved is Open with obs watching the gateway.
+func OpenObserved(t testing.TB, cfg gateway.Config, obs gateway.Observers, logger *slog.Logger) *gateway.Gateway {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	gw, err := gateway.Open(ctx, cfg, logger)
+	gw, err := gateway.OpenObserved(ctx, cfg, obs, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
