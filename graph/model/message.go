@@ -89,6 +89,21 @@ func (h *History) MarshalGQLContext(ctx context.Context, w io.Writer) error {
 	})
 }
 
+// appendMessages appends a JSON array of ms, each with the given fields.
+func appendMessages(b []byte, oc *graphql.OperationContext, fields []graphql.CollectedField, ms []*Message) ([]byte, error) {
+	b = append(b, '[')
+	for j, m := range ms {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendMessage(b, oc, fields, m); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, ']'), nil
+}
+
 // appendHistory appends h with the given fields (collected for the History type).
 func appendHistory(b []byte, oc *graphql.OperationContext, fields []graphql.CollectedField, h *History) ([]byte, error) {
 	return appendObject(b, fields, func(b []byte, f graphql.CollectedField) ([]byte, error) {
@@ -100,18 +115,7 @@ func appendHistory(b []byte, oc *graphql.OperationContext, fields []graphql.Coll
 		case "hasMoreAfter":
 			return strconv.AppendBool(b, h.HasMoreAfter), nil
 		case "messages":
-			fields := graphql.CollectFields(oc, f.Selections, messageTypes)
-			b = append(b, '[')
-			for j, m := range h.Messages {
-				if j > 0 {
-					b = append(b, ',')
-				}
-				var err error
-				if b, err = appendMessage(b, oc, fields, m); err != nil {
-					return nil, err
-				}
-			}
-			return append(b, ']'), nil
+			return appendMessages(b, oc, graphql.CollectFields(oc, f.Selections, messageTypes), h.Messages)
 		}
 		return nil, unknownField("History", f.Name)
 	})

@@ -31,18 +31,38 @@ type ConversationList struct {
 
 // GetConversationList reads a user's conversation list in one round trip.
 func (c *Cache) GetConversationList(ctx context.Context, userID string) (ConversationList, error) {
+	list, _, err := c.GetConversationListWithStates(ctx, userID, nil)
+	return list, err
+}
+
+// GetConversationListWithStates reads a user's conversation list and, in the same round trip,
+// the user's states (as GetStates) in the conversations guessed to be on it, such as the list
+// as it was last read: when the guess holds, the list's states need no second round trip. The
+// states are aligned with guess.
+func (c *Cache) GetConversationListWithStates(ctx context.Context, userID string, guess []string) (ConversationList, States, error) {
 	keys := c.listKeys(userID)
 	pipe := c.rdb.Pipeline()
 	members := pipe.SMembers(ctx, keys[0])
 	version := pipe.Get(ctx, keys[1])
+	var states *statesRead
+	if len(guess) > 0 {
+		states = c.queueStates(ctx, pipe, []StateQuery{{UserID: userID, ConversationIDs: guess}}, false)
+	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return ConversationList{}, cacheError("get conversation list", err)
+		return ConversationList{}, States{}, cacheError("get conversation list", err)
+	}
+	var guessed States
+	if states != nil {
+		var err error
+		if guessed, err = states.result(); err != nil {
+			return ConversationList{}, States{}, err
+		}
 	}
 	var out ConversationList
 	out.Version, _ = version.Result()
 	ids, _ := members.Result()
 	if len(ids) == 0 {
-		return out, nil
+		return out, guessed, nil
 	}
 	out.Cached = true
 	out.IDs = make([]string, 0, len(ids)-1)
@@ -51,7 +71,7 @@ func (c *Cache) GetConversationList(ctx context.Context, userID string) (Convers
 			out.IDs = append(out.IDs, id)
 		}
 	}
-	return out, nil
+	return out, guessed, nil
 }
 
 // fillList caches a list read from MongoDB only while the version is the one the reader saw

@@ -52,41 +52,58 @@ type States struct {
 // query's user's event log head, so a state summary and the token it is valid from are read
 // together.
 func (c *Cache) GetStatesMany(ctx context.Context, queries []StateQuery, withHeads bool) (States, error) {
-	res := States{Conversations: make([][]ConversationState, len(queries)), Users: make([][]UserState, len(queries))}
 	pipe := c.rdb.Pipeline()
-	var headCmds []*redis.Cmd
+	read := c.queueStates(ctx, pipe, queries, withHeads)
+	if pipe.Len() == 0 {
+		return read.result()
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return States{}, cacheError("get states", err)
+	}
+	return read.result()
+}
+
+// statesRead is a state read queued on a pipeline, to be parsed once the pipeline ran, so
+// that other reads can share its round trip.
+type statesRead struct {
+	queries  []StateQuery
+	headCmds []*redis.Cmd
+	convCmds [][]*redis.SliceCmd
+	userCmds []*redis.SliceCmd
+}
+
+// queueStates queues the commands GetStatesMany sends on pipe.
+func (c *Cache) queueStates(ctx context.Context, pipe redis.Pipeliner, queries []StateQuery, withHeads bool) *statesRead {
+	r := &statesRead{queries: queries}
 	if withHeads {
-		headCmds = make([]*redis.Cmd, len(queries))
+		r.headCmds = make([]*redis.Cmd, len(queries))
 		for i, q := range queries {
-			headCmds[i] = c.readEventsCmd(ctx, pipe, q.UserID, nil, 0)
+			r.headCmds[i] = c.readEventsCmd(ctx, pipe, q.UserID, nil, 0)
 		}
 	}
-	convCmds := make([][]*redis.SliceCmd, len(queries))
-	userCmds := make([]*redis.SliceCmd, len(queries))
+	r.convCmds, r.userCmds = make([][]*redis.SliceCmd, len(queries)), make([]*redis.SliceCmd, len(queries))
 	for qi, q := range queries {
-		res.Conversations[qi] = make([]ConversationState, len(q.ConversationIDs))
-		res.Users[qi] = make([]UserState, len(q.ConversationIDs))
-		convCmds[qi] = make([]*redis.SliceCmd, len(q.ConversationIDs))
+		r.convCmds[qi] = make([]*redis.SliceCmd, len(q.ConversationIDs))
 		for i, id := range q.ConversationIDs {
-			convCmds[qi][i] = pipe.HMGet(ctx, c.convKey(id, "seq"), "max", "min", "time", "cv")
+			r.convCmds[qi][i] = pipe.HMGet(ctx, c.convKey(id, "seq"), "max", "min", "time", "cv")
 		}
 		if q.UserID != "" && len(q.ConversationIDs) > 0 {
 			fields := make([]string, 0, 2*len(q.ConversationIDs))
 			for _, id := range q.ConversationIDs {
 				fields = append(fields, id, id+"|min")
 			}
-			userCmds[qi] = pipe.HMGet(ctx, c.userReadKey(q.UserID), fields...)
+			r.userCmds[qi] = pipe.HMGet(ctx, c.userReadKey(q.UserID), fields...)
 		}
 	}
-	if pipe.Len() == 0 {
-		return res, nil
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return States{}, cacheError("get states", err)
-	}
-	if withHeads {
-		res.Heads = make([]im.Cursor, len(queries))
-		for i, cmd := range headCmds {
+	return r
+}
+
+// result parses what the queued commands answered.
+func (r *statesRead) result() (States, error) {
+	res := States{Conversations: make([][]ConversationState, len(r.queries)), Users: make([][]UserState, len(r.queries))}
+	if r.headCmds != nil {
+		res.Heads = make([]im.Cursor, len(r.queries))
+		for i, cmd := range r.headCmds {
 			p, err := parseEventPage(cmd)
 			if err != nil {
 				return States{}, err
@@ -94,8 +111,10 @@ func (c *Cache) GetStatesMany(ctx context.Context, queries []StateQuery, withHea
 			res.Heads[i] = p.Head
 		}
 	}
-	for qi := range queries {
-		for i, cmd := range convCmds[qi] {
+	for qi, q := range r.queries {
+		res.Conversations[qi] = make([]ConversationState, len(q.ConversationIDs))
+		res.Users[qi] = make([]UserState, len(q.ConversationIDs))
+		for i, cmd := range r.convCmds[qi] {
 			vals, err := cmd.Result()
 			if err != nil {
 				continue
@@ -108,11 +127,11 @@ func (c *Cache) GetStatesMany(ctx context.Context, queries []StateQuery, withHea
 				res.Conversations[qi][i] = ConversationState{MaxSeq: maxSeq, MinSeq: minSeq, LastTime: lastTime, ChunksVersion: version, Cached: true}
 			}
 		}
-		if userCmds[qi] == nil {
+		if r.userCmds[qi] == nil {
 			continue
 		}
-		if vals, err := userCmds[qi].Result(); err == nil {
-			for i := range queries[qi].ConversationIDs {
+		if vals, err := r.userCmds[qi].Result(); err == nil {
+			for i := range q.ConversationIDs {
 				read, ok1 := parseInt(vals[2*i])
 				minSeq, ok2 := parseInt(vals[2*i+1])
 				if ok1 && ok2 {
@@ -129,6 +148,10 @@ func parseInt(v any) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
+	return parseIntString(s)
+}
+
+func parseIntString(s string) (int64, bool) {
 	n, err := strconv.ParseInt(s, 10, 64)
 	return n, err == nil
 }

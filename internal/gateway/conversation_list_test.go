@@ -59,8 +59,8 @@ func TestViewerConversations(t *testing.T) {
 }
 
 // Ensure a page of 100 conversations with last messages and unread counts costs, on a warm
-// cache, one Redis round trip for the conversation list, one for seq and read state, one for
-// chunks (none when the instance holds them in memory under the versions the state read
+// cache, one Redis round trip for the conversation list with its seq and read state (the
+// instance remembers which conversations the list held), one for chunks (none when the instance holds them in memory under the versions the state read
 // names: an in-process hit costs no round trip), and no MongoDB query.
 func TestViewerConversationsPageIsBatched(t *testing.T) {
 	for _, tc := range []struct {
@@ -112,6 +112,11 @@ func testViewerConversationsPage(t *testing.T, chunkMemory int64, chunkTrips int
 	}
 	if n := testenv.Matching(trips, "smembers", ":convs"); n != 1 {
 		t.Errorf("%d Redis round trips read the conversation list, want 1", n)
+	}
+	for _, trip := range trips {
+		if testenv.Matching([][]string{trip}, "smembers", ":convs") == 1 && testenv.Matching([][]string{trip}, "hmget", ":seq") == 0 {
+			t.Errorf("the list was read without its states: %q", trip)
+		}
 	}
 	if n := testenv.Matching(trips, "hmget", ":chunk:"); n != chunkTrips {
 		t.Errorf("%d Redis round trips read chunks, want %d", n, chunkTrips)

@@ -17,6 +17,9 @@ const MaxConversationsPerUser = 10000
 // newest activity first (ties by conversation ID): the list from Redis (or, on a miss, one
 // MongoDB query, then a fill), then States.
 func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]im.SeqState, error) {
+	if states, ok, err := l.guessedConversations(ctx, userID); ok {
+		return states, err
+	}
 	ids, err := l.conversationList(ctx, userID)
 	if err != nil {
 		return nil, err
@@ -25,7 +28,28 @@ func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]im.Seq
 	if err != nil {
 		return nil, err
 	}
+	l.lastLists.remember(userID, ids)
 	return im.ByActivity(states[0]), nil
+}
+
+// guessedConversations answers UserConversations in one Redis round trip when it can: the
+// list as this instance last read it names the conversations whose states are read with the
+// list itself. It declines (false) when the list is not cached, Redis fails, or the list
+// changed since; UserConversations then reads as usual.
+func (l *Ledger) guessedConversations(ctx context.Context, userID string) ([]im.SeqState, bool, error) {
+	guess := l.lastLists.get(userID)
+	if guess == nil {
+		return nil, false, nil
+	}
+	list, cached, err := l.cache.GetConversationListWithStates(ctx, userID, guess)
+	if err != nil || !list.Cached || !sameMembers(list.IDs[:min(len(list.IDs), MaxConversationsPerUser)], guess) {
+		return nil, false, nil
+	}
+	states, _, err := l.statesFromCache(ctx, []cache.StateQuery{{UserID: userID, ConversationIDs: guess}}, false, cached, nil)
+	if err != nil {
+		return nil, true, err
+	}
+	return im.ByActivity(states[0]), true, nil
 }
 
 // conversationList returns the IDs on userID's conversation list: from Redis, else from

@@ -45,6 +45,9 @@ type Ledger struct {
 	// a query (store_loaders.go).
 	lists    *dataloader.Loader[string, storedList]
 	userSeqs *dataloader.Loader[chunkstore.UserSeqKey, chunkstore.UserSeqs]
+	// lastLists remembers the conversation lists read last, so that the next read of one
+	// can take its states in the same round trip (guessedConversations).
+	lastLists listMemo
 }
 
 // NewLedger returns a Ledger over the store and the cache, with this instance's Outbox and
@@ -142,8 +145,14 @@ func (l *Ledger) States(ctx context.Context, userID string, conversationIDs []st
 // also returns each query's user's event log head, read in the same round trip; a Redis
 // failure is then an error, since no token can be given without the log.
 func (l *Ledger) statesMany(ctx context.Context, queries []cache.StateQuery, withHeads bool) ([][]im.SeqState, []im.Cursor, error) {
-	out := make([][]im.SeqState, len(queries))
 	cached, err := l.cache.GetStatesMany(ctx, queries, withHeads)
+	return l.statesFromCache(ctx, queries, withHeads, cached, err)
+}
+
+// statesFromCache completes what a cache read of queries' states answered (err: it failed)
+// from MongoDB, and fills Redis with what it read there.
+func (l *Ledger) statesFromCache(ctx context.Context, queries []cache.StateQuery, withHeads bool, cached cache.States, err error) ([][]im.SeqState, []im.Cursor, error) {
+	out := make([][]im.SeqState, len(queries))
 	if err != nil {
 		if withHeads {
 			return nil, nil, err
