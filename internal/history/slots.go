@@ -31,12 +31,13 @@ func slotsAt(ctx context.Context, chunks ChunkSource, conversationID, version st
 	if len(found) != len(refs) {
 		return nil, im.Errorf(im.EINTERNAL, "chunk source answered %d of %d chunks", len(found), len(refs))
 	}
-	byDoc := make(map[string]*im.Chunk, len(found))
+	// By chunk index, not doc_id: spelling each seq's doc_id would cost a string per seq.
+	byIndex := make(map[int64]*im.Chunk, len(found))
 	for i, c := range found {
-		byDoc[refs[i].DocID] = c
+		byIndex[im.ChunkIndex(groups[i].Seqs[0])] = c
 	}
 	for i, s := range seqs {
-		out[i] = byDoc[im.DocID(conversationID, s)].Slot(s)
+		out[i] = byIndex[im.ChunkIndex(s)].Slot(s)
 	}
 	return out, nil
 }
