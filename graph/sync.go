@@ -17,7 +17,7 @@ func (r *Resolver) syncState(ctx context.Context, first *int, after *string) (*m
 	if err != nil {
 		return nil, err
 	}
-	n, err := pageSize("first", first, im.MaxSyncConversations, im.MaxSyncConversations)
+	n, err := im.PageSize("first", first, im.MaxSyncConversations, im.MaxSyncConversations)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func (r *Resolver) syncDifference(ctx context.Context, since string, limit *int)
 	if err != nil {
 		return nil, err
 	}
-	n, err := pageSize("limit", limit, im.DefaultSyncEvents, im.MaxSyncEvents)
+	n, err := im.PageSize("limit", limit, im.DefaultSyncEvents, im.MaxSyncEvents)
 	if err != nil {
 		return nil, err
 	}

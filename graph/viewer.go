@@ -50,7 +50,7 @@ func totalUnread(ctx context.Context) (int64, error) {
 // resolved here, for all nodes at once: the states come with the list, the last messages in
 // one read, each history field's pages side by side so that their chunk reads share a batch.
 func (r *Resolver) conversationPage(ctx context.Context, first *int, after *string) (*model.ConversationConnection, error) {
-	n, err := pageSize("first", first, defaultConversationPage, maxConversationPage)
+	n, err := im.PageSize("first", first, defaultConversationPage, maxConversationPage)
 	if err != nil {
 		return nil, err
 	}
