@@ -36,7 +36,7 @@ func (c *Cache) GetConversationList(ctx context.Context, userID string) (Convers
 }
 
 // GetConversationListWithStates reads a user's conversation list and, in the same round trip,
-// the user's states (as GetStates) in the conversations guessed to be on it, such as the list
+// the user's states (as GetStatesMany) in the conversations guessed to be on it, such as the list
 // as it was last read: when the guess holds, the list's states need no second round trip. The
 // states are aligned with guess.
 func (c *Cache) GetConversationListWithStates(ctx context.Context, userID string, guess []string) (ConversationList, States, error) {
