@@ -66,6 +66,10 @@ type Gateway struct {
 	// StoreRequests bounds the operations that need the store running at once
 	// (Config.StoreRequests, graph.HandlerOptions.StoreRequests).
 	StoreRequests *admission.Limiter
+	// PlaygroundToken, when set before Handler, gives the token GraphiQL's Headers tab opens
+	// with (playground.Options.Token). Only a caller that made the demo user of an embedded
+	// store sets it; nil, the default, leaves the tab for the user to fill.
+	PlaygroundToken func() string
 
 	closers []func() error
 	server  *http.Server
