@@ -8,17 +8,19 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/embedded"
 	"github.com/msggate/msggate/internal/gateway"
 )
 
 // Serve: msggate [serve] [flags]
 // It runs the gateway until ctx ends. A new embedded installation starts with the demo data.
 func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg := gateway.Config{LogOutput: stderr}
+	var cfg gateway.Config // the embedded store logs to its file in the data dir, not to stderr
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg.RegisterFlags(fs)
@@ -27,7 +29,8 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if cfg.MongoURI == "" {
-		fmt.Fprintf(stdout, "starting the embedded store under %s (first start builds its SQLite files)...\n", cfg.DataDir)
+		fmt.Fprintf(stdout, "starting the embedded store under %s (first start builds its SQLite files; its log: %s)...\n",
+			cfg.DataDir, filepath.Join(cfg.DataDir, embedded.LogFileName))
 	}
 	m, err := gateway.Open(ctx, cfg, logger)
 	if err != nil {

@@ -77,7 +77,7 @@ type Config struct {
 	JWTSecret     string // MSGGATE_JWT_SECRET (no flag); empty: generated once and kept in DataDir
 	Introspection bool
 	Playground    bool      // serve GraphiQL at /
-	LogOutput     io.Writer // where embedded servers log warnings; default os.Stderr
+	LogOutput     io.Writer // where the embedded store logs warnings; default the file embedded.LogFileName in DataDir
 
 	// Request limits (graph.HandlerOptions): zero takes the default, negative switches off.
 	MaxBodyBytes   int64         // default graph.DefaultMaxBodyBytes

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/msggate/msggate/internal/admission"
@@ -77,9 +76,6 @@ type Gateway struct {
 
 // Open connects to (or starts) MongoDB and Redis and wires every part, without serving.
 func Open(ctx context.Context, cfg Config, logger *slog.Logger) (g *Gateway, err error) {
-	if cfg.LogOutput == nil {
-		cfg.LogOutput = os.Stderr
-	}
 	// Every line logged with a request's context carries its request_id.
 	logger = ops.WithRequestIDs(logger)
 	opened := &Gateway{Config: cfg, Logger: logger, Metrics: ops.NewMetrics(),
@@ -174,7 +170,18 @@ func (g *Gateway) openStore(ctx context.Context) (err error) {
 	// serialising this process's own updates is enough (chunkstore.Options.SoleWriter).
 	embeddedStore := mongoURI == ""
 	if embeddedStore {
-		uri, stop, err := embedded.StartFerretDB(ctx, cfg.DataDir, quiet(cfg.LogOutput))
+		var storeLog *slog.Logger
+		if cfg.LogOutput != nil {
+			storeLog = quiet(cfg.LogOutput)
+		} else {
+			var closeLog func() error
+			if storeLog, closeLog, err = embedded.OpenLog(cfg.DataDir); err != nil {
+				return err
+			}
+			// Closed after FerretDB has stopped: closers run newest first.
+			g.closers = append(g.closers, closeLog)
+		}
+		uri, stop, err := embedded.StartFerretDB(ctx, cfg.DataDir, storeLog)
 		if err != nil {
 			return err
 		}
