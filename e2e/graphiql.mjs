@@ -1,19 +1,20 @@
 // Drives msggate's GraphiQL page in Debian's headless Chromium the way a person would: open the
 // page, open the documentation explorer, put a token in the Headers tab, put a query in the
-// editor, press the run button, and read the result pane. Every request to a host other than
-// loopback is aborted and recorded.
+// editor, press the run button, and read the result pane. Without a token or a query, the
+// Headers tab or the query editor is left as the page opened it (the embedded default fills in
+// its demo token). Every request to a host other than loopback is aborted and recorded.
 // Prints one JSON object on stdout:
 //   {docsText, headersHint, headersText, queryText, resultText, blocked: [url], loopbackRequests,
 //    consoleErrors: [text], pageErrors: [text], failedAt, error}
 // failedAt and error name the step that could not be done; the caller judges the rest.
 //
-//   node graphiql.mjs '{"url": "http://127.0.0.1:PORT/", "token": "...", "query": "{...}",
+//   node graphiql.mjs '{"url": "http://127.0.0.1:PORT/", "token": "optional", "query": "optional",
 //                      "expect": "text the result must contain", "userDataDir": "/tmp/fresh",
 //                      "screenshot": "optional.png"}'
 import { chromium } from 'playwright-core';
 
 const opts = JSON.parse(process.argv[2] || '{}');
-for (const k of ['url', 'token', 'query', 'expect', 'userDataDir']) {
+for (const k of ['url', 'expect', 'userDataDir']) {
   if (!opts[k]) {
     console.error(`graphiql.mjs: option ${k} is required`);
     process.exit(2);
@@ -103,12 +104,12 @@ try {
   await page.getByRole('button', { name: 'Headers', exact: true }).click();
   const headers = page.locator('.graphiql-editor-tool .graphiql-editor:not(.hidden) .CodeMirror');
   report.headersHint = await editorText(headers);
-  await fill(headers, JSON.stringify({ Authorization: `Bearer ${opts.token}` }));
+  if (opts.token) await fill(headers, JSON.stringify({ Authorization: `Bearer ${opts.token}` }));
   report.headersText = await editorText(headers);
 
   step = 'set the query';
   const query = page.locator('.graphiql-query-editor .CodeMirror');
-  await fill(query, opts.query);
+  if (opts.query) await fill(query, opts.query);
   report.queryText = await editorText(query);
 
   step = 'run the query';
@@ -123,8 +124,9 @@ try {
     },
     opts.expect,
   );
-  // CodeMirror indents with non-breaking spaces; a reader sees plain ones.
-  report.resultText = (await result.innerText()).replace(/\u00a0/g, ' ');
+  // The editor's whole text: CodeMirror draws only the lines in view, so a long result's
+  // innerText is cut off.
+  report.resultText = await editorText(result.locator('.CodeMirror'));
   if (opts.screenshot) await page.screenshot({ path: opts.screenshot });
 } catch (e) {
   report.failedAt = step;

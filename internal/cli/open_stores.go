@@ -17,7 +17,7 @@ import (
 // openForCommand parses the common flags plus the command's own (added by extra) and opens
 // the stores.
 func openForCommand(ctx context.Context, name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*gateway.Gateway, *flag.FlagSet, error) {
-	cfg := gateway.Config{LogOutput: stderr}
+	var cfg gateway.Config // the embedded store logs to its file in the data dir, not to stderr
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg.RegisterFlags(fs)

@@ -8,16 +8,19 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/embedded"
 	"github.com/msggate/msggate/internal/gateway"
 )
 
 // Serve: msggate [serve] [flags]
 // It runs the gateway until ctx ends. A new embedded installation starts with the demo data.
 func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg := gateway.Config{LogOutput: stderr}
+	var cfg gateway.Config // the embedded store logs to its file in the data dir, not to stderr
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg.RegisterFlags(fs)
@@ -26,7 +29,8 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if cfg.MongoURI == "" {
-		fmt.Fprintf(stdout, "starting the embedded store under %s (first start builds its SQLite files)...\n", cfg.DataDir)
+		fmt.Fprintf(stdout, "starting the embedded store under %s (first start builds its SQLite files; its log: %s)...\n",
+			cfg.DataDir, filepath.Join(cfg.DataDir, embedded.LogFileName))
 	}
 	m, err := gateway.Open(ctx, cfg, logger)
 	if err != nil {
@@ -50,11 +54,42 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	return m.Serve(ctx, func(addr string) { printStartup(stdout, cfg, m, addr) })
+	demo := &demoToken{secret: m.Secret}
+	if cfg.MongoURI == "" && !cfg.OpenIM.Enabled {
+		// The embedded store is this server's own, with the demo data it added: GraphiQL opens
+		// with the demo user's token, as printed below. A real store's users get no token.
+		m.PlaygroundToken = demo.get
+	}
+	return m.Serve(ctx, func(addr string) { printStartup(stdout, cfg, demo, addr) })
+}
+
+// demoToken hands out the demo user's token: the same one until half its lifetime has passed,
+// so that GraphiQL opens with the token the start-up lines print, and a gateway that runs for
+// days still fills in one that works.
+type demoToken struct {
+	secret []byte
+
+	mu      sync.Mutex
+	token   string
+	renewAt time.Time
+}
+
+// get returns the current demo token, or "" if none can be signed.
+func (d *demoToken) get() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if now := time.Now(); d.token == "" || !now.Before(d.renewAt) {
+		t, err := auth.Issue(d.secret, DemoUser, false, tokenTTL, now)
+		if err != nil {
+			return ""
+		}
+		d.token, d.renewAt = t, now.Add(tokenTTL/2)
+	}
+	return d.token
 }
 
 // printStartup tells a new user where the gateway listens and how to make a first request.
-func printStartup(w io.Writer, cfg gateway.Config, m *gateway.Gateway, addr string) {
+func printStartup(w io.Writer, cfg gateway.Config, demo *demoToken, addr string) {
 	host := addr
 	if h, p, err := net.SplitHostPort(addr); err == nil && (h == "" || h == "::" || h == "0.0.0.0") {
 		host = "localhost:" + p
@@ -67,8 +102,8 @@ func printStartup(w io.Writer, cfg gateway.Config, m *gateway.Gateway, addr stri
 		fmt.Fprintf(w, "OpenIM mode:  serving database %s read-only; send an OpenIM access token as \"Authorization: Bearer <token>\" or \"token: <token>\"\n", cfg.MongoDatabase)
 		return
 	}
-	if demo, err := auth.Issue(m.Secret, DemoUser, false, tokenTTL, time.Now()); err == nil {
-		fmt.Fprintf(w, "demo token for %s (24h): %s\n", DemoUser, demo)
+	if token := demo.get(); token != "" {
+		fmt.Fprintf(w, "demo token for %s (24h): %s\n", DemoUser, token)
 	}
 	tokenCmd := "go run . token -user alice"
 	if cfg.DataDir != gateway.DefaultDataDir && cfg.JWTSecret == "" {

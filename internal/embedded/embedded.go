@@ -1,7 +1,8 @@
 // Package embedded runs in-process stand-ins for MongoDB (FerretDB on SQLite)
 // and Redis (miniredis) so that msggate can start without external servers, and gives
 // FerretDB's SQLite tables the index its lookups by _id need (IndexIDs; without it every such
-// lookup scans the whole collection).
+// lookup scans the whole collection). FerretDB's own log goes to a file in the data directory
+// (OpenLog), away from the terminal of whoever runs msggate.
 package embedded
 
 import (

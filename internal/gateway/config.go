@@ -76,7 +76,7 @@ type Config struct {
 	RedisURL      string    // MSGGATE_REDIS_URL; empty: an in-process Redis-compatible server
 	JWTSecret     string    // MSGGATE_JWT_SECRET (no flag); empty: generated once and kept in DataDir
 	Playground    bool      // serve GraphiQL at /
-	LogOutput     io.Writer // where embedded servers log warnings; default os.Stderr
+	LogOutput     io.Writer // where the embedded store logs warnings; default the file embedded.LogFileName in DataDir
 
 	// Handler is the GraphQL handler's settings: introspection, the request limits and rate
 	// limits, the WebSocket connection limits and keepalive, the dataloaders. Zero takes the

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/msggate/msggate/internal/admission"
@@ -66,6 +65,10 @@ type Gateway struct {
 	// StoreRequests bounds the operations that need the store running at once
 	// (Config.StoreRequests, graph.HandlerOptions.StoreRequests).
 	StoreRequests *admission.Limiter
+	// PlaygroundToken, when set before Handler, gives the token GraphiQL's Headers tab opens
+	// with (playground.Options.Token). Only a caller that made the demo user of an embedded
+	// store sets it; nil, the default, leaves the tab for the user to fill.
+	PlaygroundToken func() string
 
 	observers Observers
 	closers   []func() error
@@ -87,9 +90,6 @@ type Observers struct {
 
 // OpenObserved is Open with observers.
 func OpenObserved(ctx context.Context, cfg Config, obs Observers, logger *slog.Logger) (g *Gateway, err error) {
-	if cfg.LogOutput == nil {
-		cfg.LogOutput = os.Stderr
-	}
 	// Every line logged with a request's context carries its request_id.
 	logger = ops.WithRequestIDs(logger)
 	opened := &Gateway{Config: cfg, observers: obs, Logger: logger, Metrics: ops.NewMetrics(),
@@ -184,7 +184,18 @@ func (g *Gateway) openStore(ctx context.Context) (err error) {
 	// serialising this process's own updates is enough (chunkstore.Options.SoleWriter).
 	embeddedStore := mongoURI == ""
 	if embeddedStore {
-		uri, stop, err := embedded.StartFerretDB(ctx, cfg.DataDir, quiet(cfg.LogOutput))
+		var storeLog *slog.Logger
+		if cfg.LogOutput != nil {
+			storeLog = quiet(cfg.LogOutput)
+		} else {
+			var closeLog func() error
+			if storeLog, closeLog, err = embedded.OpenLog(cfg.DataDir); err != nil {
+				return err
+			}
+			// Closed after FerretDB has stopped: closers run newest first.
+			g.closers = append(g.closers, closeLog)
+		}
+		uri, stop, err := embedded.StartFerretDB(ctx, cfg.DataDir, storeLog)
 		if err != nil {
 			return err
 		}

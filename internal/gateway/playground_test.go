@@ -7,8 +7,9 @@ import (
 	"github.com/msggate/msggate/internal/playground"
 )
 
-// Ensure the query GraphiQL shows on a first visit runs against the schema the gateway serves,
-// so the first thing a user runs is not a validation error.
+// Ensure the query GraphiQL shows on a first visit, with or without the demo token filled in,
+// runs against the schema the gateway serves, so the first thing a user runs is not a
+// validation error.
 func TestGraphiQLDefaultQueryIsValid(t *testing.T) {
 	g := gatewaytest.Start(t)
 	alice := g.Token("alice")
@@ -24,8 +25,10 @@ func TestGraphiQLDefaultQueryIsValid(t *testing.T) {
 			}
 		}
 	}
-	g.Query(alice, playground.DefaultQuery, nil, &out)
-	if v := out.Viewer; v.UserID != "alice" || len(v.Conversations.Nodes) != 1 || v.Conversations.Nodes[0].LastMessage.Content != "hi" {
-		t.Errorf("the default query returned %+v", v)
+	for _, q := range []string{playground.DefaultQuery, playground.TokenQuery} {
+		g.Query(alice, q, nil, &out)
+		if v := out.Viewer; v.UserID != "alice" || len(v.Conversations.Nodes) != 1 || v.Conversations.Nodes[0].LastMessage.Content != "hi" {
+			t.Errorf("the default query returned %+v", v)
+		}
 	}
 }

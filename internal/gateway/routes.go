@@ -43,7 +43,7 @@ func (g *Gateway) Handler() http.Handler {
 	mux.Handle("GET /readyz", ops.ReadinessHandler(g.Logger, ops.DefaultReadinessTimeout, read.checks...))
 	mux.Handle("GET /metrics", g.Metrics.Handler())
 	if g.Config.Playground {
-		graphiql := playground.New(playground.Options{Endpoint: "/query"})
+		graphiql := playground.New(playground.Options{Endpoint: "/query", Token: g.PlaygroundToken})
 		mux.Handle("GET /{$}", graphiql)
 		mux.Handle("GET "+playground.AssetsPath, graphiql)
 	} else {

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"html/template"
 	"io/fs"
+	"maps"
 	"net/http"
 	"path"
 	"strconv"
@@ -26,7 +27,19 @@ const DefaultQuery = `# Welcome to msggate's GraphiQL.
 # token after "Bearer " in the Headers tab below (get one
 # with: msggate token -user alice), then run the query
 # with Ctrl-Enter or the run button.
-{
+` + firstQuery
+
+// TokenQuery is what the query editor shows on a first visit when the page comes with a token
+// (Options.Token).
+const TokenQuery = `# Welcome to msggate's GraphiQL.
+#
+# The Headers tab below holds a token that this server made
+# for its demo data: run the query with Ctrl-Enter or the
+# run button. Other users' tokens: msggate token -user bob
+` + firstQuery
+
+// firstQuery lists the viewer's conversations, the first thing a new user wants to see.
+const firstQuery = `{
   viewer {
     userID
     totalUnread
@@ -57,8 +70,15 @@ type Options struct {
 	// Endpoint is the GraphQL URL path, for queries (HTTP POST) and subscriptions (WebSocket on
 	// the same path). Default "/query".
 	Endpoint string
-	// DefaultQuery fills the query editor on a first visit. Default DefaultQuery.
+	// DefaultQuery fills the query editor on a first visit. Default DefaultQuery, or TokenQuery
+	// when Token is set.
 	DefaultQuery string
+	// Token, when set, gives the bearer token the Headers tab opens with. It is for a server that
+	// made its own demo user and printed its token (the embedded default), so that a first visit
+	// runs a query as is; it is called for each page, so a token that expires can be renewed.
+	// Default nil: the Headers tab holds "Bearer " for the user to complete, as any server that
+	// serves real users must leave it.
+	Token func() string
 }
 
 // contentSecurityPolicy keeps the page to its own origin: scripts, styles and fonts come from
@@ -87,8 +107,9 @@ type asset struct {
 
 // handler serves the page and its assets.
 type handler struct {
-	page   []byte
-	assets map[string]*asset // by name
+	page   []byte                    // without a token (Options.Token nil)
+	render func(*bytes.Buffer) error // the page with a fresh token (Options.Token set)
+	assets map[string]*asset         // by name
 }
 
 // New returns the GraphiQL handler: the page for any GET it receives outside AssetsPath, and
@@ -100,6 +121,9 @@ func New(o Options) http.Handler {
 	}
 	if o.DefaultQuery == "" {
 		o.DefaultQuery = DefaultQuery
+		if o.Token != nil {
+			o.DefaultQuery = TokenQuery
+		}
 	}
 	h := &handler{assets: map[string]*asset{}}
 	for _, dir := range []string{"assets", "web"} {
@@ -126,10 +150,10 @@ func New(o Options) http.Handler {
 		return a.url
 	}
 	tmpl := template.Must(template.ParseFS(files, "web/index.html"))
-	var page bytes.Buffer
-	err := tmpl.Execute(&page, map[string]any{
+	data := map[string]any{
 		"Endpoint":     o.Endpoint,
 		"DefaultQuery": o.DefaultQuery,
+		"Token":        "",
 		"Assets": map[string]string{
 			"GraphiQLCSS": url("graphiql.min.css"),
 			"PageCSS":     url("page.css"),
@@ -138,11 +162,19 @@ func New(o Options) http.Handler {
 			"GraphiQL":    url("graphiql.min.js"),
 			"Start":       url("start.js"),
 		},
-	})
-	if err != nil {
+	}
+	var page bytes.Buffer
+	if err := tmpl.Execute(&page, data); err != nil {
 		panic(err)
 	}
 	h.page = page.Bytes()
+	if o.Token != nil {
+		h.render = func(b *bytes.Buffer) error {
+			withToken := maps.Clone(data)
+			withToken["Token"] = o.Token()
+			return tmpl.Execute(b, withToken)
+		}
+	}
 	return h
 }
 
@@ -192,16 +224,27 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hd := w.Header()
-	hd.Set("Content-Type", "text/html; charset=utf-8")
+	page := h.page
 	// The page names the current asset hashes, so it must be revalidated after an upgrade.
-	hd.Set("Cache-Control", "no-cache")
+	cacheControl := "no-cache"
+	if h.render != nil {
+		var b bytes.Buffer
+		if err := h.render(&b); err != nil {
+			http.Error(w, "rendering the page failed", http.StatusInternalServerError)
+			return
+		}
+		// A page that holds a token is kept by no cache.
+		page, cacheControl = b.Bytes(), "no-store"
+	}
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+	hd.Set("Cache-Control", cacheControl)
 	hd.Set("Content-Security-Policy", contentSecurityPolicy)
 	hd.Set("Referrer-Policy", "no-referrer")
-	hd.Set("Content-Length", strconv.Itoa(len(h.page)))
+	hd.Set("Content-Length", strconv.Itoa(len(page)))
 	if r.Method == http.MethodHead {
 		return
 	}
-	_, _ = w.Write(h.page)
+	_, _ = w.Write(page)
 }
 
 // serveAsset answers "<hash>/<name>". A hash that is not the embedded file's is a page from

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -147,6 +148,52 @@ func TestPageLoadsOnlyItsOwnAssets(t *testing.T) {
 	}
 	if scripts != 4 {
 		t.Errorf("page loads %d scripts, want react, react-dom, graphiql and the start script", scripts)
+	}
+}
+
+var tokenAttr = regexp.MustCompile(`data-token="([^"]*)"`)
+
+// Ensure the page carries a token only when the server gave one (the embedded default's demo
+// token): without Options.Token the Headers tab gets no token and the page may be cached for
+// revalidation; with it, each page holds the token current when it was served, the query editor
+// says the token is there, and no cache keeps the page.
+func TestPageHoldsATokenOnlyWhenConfigured(t *testing.T) {
+	plain := httptest.NewServer(New(Options{}))
+	defer plain.Close()
+	resp, page := get(t, plain.URL+"/", nil)
+	if m := tokenAttr.FindSubmatch(page); m == nil || len(m[1]) != 0 {
+		t.Errorf("a page without Options.Token has data-token %q, want it present and empty", m)
+	}
+	if !bytes.Contains(page, []byte("put a")) || resp.Header.Get("Cache-Control") != "no-cache" {
+		t.Errorf("a page without a token: Cache-Control %q, query editor\n%s", resp.Header.Get("Cache-Control"), page)
+	}
+
+	issued := 0
+	withToken := httptest.NewServer(New(Options{Token: func() string {
+		issued++
+		return "demo.token-" + strconv.Itoa(issued)
+	}}))
+	defer withToken.Close()
+	for want := 1; want <= 2; want++ {
+		resp, page := get(t, withToken.URL+"/", nil)
+		m := tokenAttr.FindSubmatch(page)
+		if m == nil || string(m[1]) != "demo.token-"+strconv.Itoa(want) {
+			t.Fatalf("page %d has data-token %q, want demo.token-%d", want, m, want)
+		}
+		if got := resp.Header.Get("Cache-Control"); got != "no-store" {
+			t.Errorf("a page with a token: Cache-Control %q, want no-store", got)
+		}
+		if got := resp.Header.Get("Content-Length"); got != strconv.Itoa(len(page)) {
+			t.Errorf("Content-Length %s for a %d-byte page", got, len(page))
+		}
+		if !bytes.Contains(page, []byte("holds a token that this server made")) {
+			t.Errorf("the query editor of a page with a token does not say so:\n%s", page)
+		}
+	}
+	// The start script puts the token after "Bearer " in the Headers tab.
+	start, err := files.ReadFile("web/start.js")
+	if err != nil || !bytes.Contains(start, []byte("'Bearer ' + (root.dataset.token || '')")) {
+		t.Errorf("web/start.js does not fill the Headers tab from data-token (err %v)", err)
 	}
 }
 

@@ -13,7 +13,8 @@
     fetcher: fetcher,
     defaultQuery: root.dataset.defaultQuery,
     // A bearer token is what every non-introspection field needs; the hint shows where it goes.
-    defaultHeaders: JSON.stringify({ Authorization: 'Bearer ' }, null, 2),
+    // A server that made its own demo user (the embedded default) fills in that user's token.
+    defaultHeaders: JSON.stringify({ Authorization: 'Bearer ' + (root.dataset.token || '') }, null, 2),
     defaultEditorToolsVisibility: 'headers',
     isHeadersEditorEnabled: true,
     // Tokens stay out of localStorage unless the user opts in from the settings dialog.
