@@ -178,14 +178,14 @@ type MutationResolver interface {
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*model.Message, error)
 	MarkConversationRead(ctx context.Context, conversationID string, readSeq *int64) (*model.Conversation, error)
 	RevokeMessage(ctx context.Context, conversationID string, seq int64) (*model.Message, error)
-	DeleteMessages(ctx context.Context, conversationID string, seqs []int64, forEveryone *bool) ([]*model.Message, error)
+	DeleteMessages(ctx context.Context, conversationID string, seqs []int64, forEveryone *bool) (model.Messages, error)
 	ClearConversation(ctx context.Context, conversationID string, forEveryone *bool) (*model.Conversation, error)
 	UpsertGroup(ctx context.Context, groupID string, members []*model.GroupMemberInput) (*model.Group, error)
 }
 type QueryResolver interface {
 	Viewer(ctx context.Context) (*model.Viewer, error)
 	Conversation(ctx context.Context, id string) (*model.Conversation, error)
-	Messages(ctx context.Context, conversationID string, seqs []int64) ([]*model.Message, error)
+	Messages(ctx context.Context, conversationID string, seqs []int64) (model.Messages, error)
 	SyncState(ctx context.Context, first *int, after *string) (*model.SyncState, error)
 	SyncDifference(ctx context.Context, since string, limit *int) (*model.SyncDifference, error)
 }
@@ -2538,8 +2538,8 @@ func (ec *executionContext) _Mutation_deleteMessages(ctx context.Context, field 
 			return ec.Resolvers.Mutation().DeleteMessages(ctx, fc.Args["conversationID"].(string), fc.Args["seqs"].([]int64), fc.Args["forEveryone"].(*bool))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*model.Message) graphql.Marshaler {
-			return ec.marshalNMessage2ᚕᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐMessageᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v model.Messages) graphql.Marshaler {
+			return ec.marshalNMessage2githubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐMessagesᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -2792,8 +2792,8 @@ func (ec *executionContext) _Query_messages(ctx context.Context, field graphql.C
 			return ec.Resolvers.Query().Messages(ctx, fc.Args["conversationID"].(string), fc.Args["seqs"].([]int64))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*model.Message) graphql.Marshaler {
-			return ec.marshalNMessage2ᚕᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐMessageᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v model.Messages) graphql.Marshaler {
+			return ec.marshalNMessage2githubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐMessagesᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6417,6 +6417,14 @@ func (ec *executionContext) marshalNInt642ᚕint64ᚄ(ctx context.Context, sel a
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNMessage2githubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐMessagesᚄ(ctx context.Context, sel ast.SelectionSet, v model.Messages) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "[Message!]!")
+		return graphql.Null
+	}
+	return graphql.WrapContextMarshaler(ctx, v)
 }
 
 func (ec *executionContext) marshalNMessage2ᚕᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐMessageᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Message) graphql.Marshaler {

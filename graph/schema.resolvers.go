@@ -66,7 +66,7 @@ func (r *mutationResolver) RevokeMessage(ctx context.Context, conversationID str
 }
 
 // DeleteMessages is the resolver for the deleteMessages field.
-func (r *mutationResolver) DeleteMessages(ctx context.Context, conversationID string, seqs []int64, forEveryone *bool) ([]*model.Message, error) {
+func (r *mutationResolver) DeleteMessages(ctx context.Context, conversationID string, seqs []int64, forEveryone *bool) (model.Messages, error) {
 	return r.deleteMessages(ctx, conversationID, seqs, forEveryone)
 }
 
@@ -95,7 +95,7 @@ func (r *queryResolver) Conversation(ctx context.Context, id string) (*model.Con
 }
 
 // Messages is the resolver for the messages field.
-func (r *queryResolver) Messages(ctx context.Context, conversationID string, seqs []int64) ([]*model.Message, error) {
+func (r *queryResolver) Messages(ctx context.Context, conversationID string, seqs []int64) (model.Messages, error) {
 	return r.messagesBySeq(ctx, conversationID, seqs)
 }
 

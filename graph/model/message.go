@@ -89,10 +89,31 @@ func (h *History) MarshalGQLContext(ctx context.Context, w io.Writer) error {
 	})
 }
 
+// Messages is a list of messages as a root field answers it ([Message!]!). graph/gqlgen binds
+// those fields to it, so that the list is written in one piece, as History's is.
+type Messages []*Message
+
+// MarshalGQLContext writes the list, each message with the fields the query selected.
+func (ms Messages) MarshalGQLContext(ctx context.Context, w io.Writer) error {
+	oc, sel, err := selectionOf(ctx)
+	if err != nil {
+		return err
+	}
+	return writeBuffered(w, func(b []byte) ([]byte, error) {
+		return appendMessages(b, oc, graphql.CollectFields(oc, sel, messageTypes), ms)
+	})
+}
+
+// UnmarshalGQLContext refuses: Message is an output type.
+func (ms *Messages) UnmarshalGQLContext(context.Context, any) error { return errOutputOnly }
+
 // appendMessages appends a JSON array of ms, each with the given fields.
 func appendMessages(b []byte, oc *graphql.OperationContext, fields []graphql.CollectedField, ms []*Message) ([]byte, error) {
 	b = append(b, '[')
 	for j, m := range ms {
+		if m == nil {
+			return nil, errors.New("model: a list of messages holds a nil message")
+		}
 		if j > 0 {
 			b = append(b, ',')
 		}
