@@ -10,9 +10,9 @@ import (
 // model.Messages, which writes the list in one piece. gqlgen marshals a list of objects with a
 // goroutine and a field context per element: a hundred messages by seq cost a hundred
 // goroutines, which under load wait to be scheduled one after another. A root field has no Go
-// model for gqlgen to bind through, so the binding is made here, before the resolvers and the executor are written (the
-// plugin runs first);
-// what gqlgen writes for a type that marshals itself is then used as it is.
+// model for gqlgen to bind through, so the binding is made here, before the resolvers and the
+// executor are written (main puts this plugin first); what gqlgen writes for a type that
+// marshals itself is then used as it is.
 type wholeLists struct{}
 
 // wholeListType is the Go type of such a list, and the schema's element it is a list of.
