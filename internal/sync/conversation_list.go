@@ -14,17 +14,29 @@ import (
 const MaxConversationsPerUser = 10000
 
 // UserConversations returns userID's conversations that hold messages, with their state,
-// newest activity first (ties by conversation ID): the list from Redis (or, on a miss, one
-// MongoDB query, then a fill), then States.
+// newest activity first (ties by conversation ID). One Redis round trip reads the list and the
+// states of the conversations it held when this instance last read it (lastLists), which is
+// all a list that has not changed needs; a changed list costs a second round trip for its
+// states. On a miss the list is one MongoDB query, then a fill; a Redis failure is logged and
+// served from MongoDB.
 func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]im.SeqState, error) {
-	if states, ok, err := l.guessedConversations(ctx, userID); ok {
-		return states, err
-	}
-	ids, err := l.conversationList(ctx, userID)
+	guess := l.lastLists.get(userID)
+	cached, guessed, cacheErr := l.cache.GetConversationListWithStates(ctx, userID, guess)
+	ids, err := l.listFrom(ctx, userID, cached, cacheErr)
 	if err != nil {
 		return nil, err
 	}
-	states, _, err := l.statesMany(ctx, []cache.StateQuery{{UserID: userID, ConversationIDs: ids}}, false)
+	query := []cache.StateQuery{{UserID: userID, ConversationIDs: ids}}
+	var states [][]im.SeqState
+	switch {
+	case cacheErr != nil: // Redis is failing: the states come from MongoDB, as the list did
+		states, _, err = l.statesFromCache(ctx, query, false, cache.States{}, cacheErr)
+	case guess != nil && sameMembers(ids, guess):
+		query[0].ConversationIDs = guess // the states read are aligned with the guess
+		states, _, err = l.statesFromCache(ctx, query, false, guessed, nil)
+	default:
+		states, _, err = l.statesMany(ctx, query, false)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -32,31 +44,17 @@ func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]im.Seq
 	return im.ByActivity(states[0]), nil
 }
 
-// guessedConversations answers UserConversations in one Redis round trip when it can: the
-// list as this instance last read it names the conversations whose states are read with the
-// list itself. It declines (false) when the list is not cached, Redis fails, or the list
-// changed since; UserConversations then reads as usual.
-func (l *Ledger) guessedConversations(ctx context.Context, userID string) ([]im.SeqState, bool, error) {
-	guess := l.lastLists.get(userID)
-	if guess == nil {
-		return nil, false, nil
-	}
-	list, cached, err := l.cache.GetConversationListWithStates(ctx, userID, guess)
-	if err != nil || !list.Cached || !sameMembers(list.IDs[:min(len(list.IDs), MaxConversationsPerUser)], guess) {
-		return nil, false, nil
-	}
-	states, _, err := l.statesFromCache(ctx, []cache.StateQuery{{UserID: userID, ConversationIDs: guess}}, false, cached, nil)
-	if err != nil {
-		return nil, true, err
-	}
-	return im.ByActivity(states[0]), true, nil
-}
-
 // conversationList returns the IDs on userID's conversation list: from Redis, else from
 // MongoDB, and then into Redis unless a change came meanwhile. A Redis failure is logged and
 // served from MongoDB.
 func (l *Ledger) conversationList(ctx context.Context, userID string) ([]string, error) {
 	cached, cacheErr := l.cache.GetConversationList(ctx, userID)
+	return l.listFrom(ctx, userID, cached, cacheErr)
+}
+
+// listFrom completes a read of userID's cached list (cacheErr: it failed): the cached IDs, else
+// the list from MongoDB, filled into Redis when Redis answered.
+func (l *Ledger) listFrom(ctx context.Context, userID string, cached cache.ConversationList, cacheErr error) ([]string, error) {
 	if cacheErr != nil {
 		l.opts.Logger.WarnContext(ctx, "reading the conversation list from MongoDB: cache failed", "err", cacheErr)
 	} else if cached.Cached {

@@ -46,7 +46,7 @@ type Ledger struct {
 	lists    *dataloader.Loader[string, storedList]
 	userSeqs *dataloader.Loader[chunkstore.UserSeqKey, chunkstore.UserSeqs]
 	// lastLists remembers the conversation lists read last, so that the next read of one
-	// can take its states in the same round trip (guessedConversations).
+	// can take its states in the same round trip (UserConversations).
 	lastLists listMemo
 }
 

@@ -10,7 +10,7 @@ const (
 )
 
 // listMemo remembers, per user, the conversation list this instance read last. It is only a
-// guess at which states to read along with the list (guessedConversations): the list read
+// guess at which states to read along with the list (UserConversations): the list read
 // from Redis decides, so a stale entry costs a second round trip, never a wrong answer.
 type listMemo struct {
 	mu    gosync.Mutex
@@ -33,7 +33,11 @@ func (m *listMemo) remember(userID string, ids []string) {
 	if m.lists == nil {
 		m.lists = make(map[string][]string)
 	}
-	if _, ok := m.lists[userID]; !ok && len(m.lists) >= listMemoUsers {
+	old, ok := m.lists[userID]
+	if ok && sameMembers(old, ids) {
+		return // the list read was the one remembered
+	}
+	if !ok && len(m.lists) >= listMemoUsers {
 		for u := range m.lists { // an arbitrary user makes room
 			delete(m.lists, u)
 			break
