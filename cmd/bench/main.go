@@ -7,31 +7,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/pprof"
-	"syscall"
 
 	"github.com/msggate/msggate/internal/bench"
+	"github.com/msggate/msggate/internal/toolmain"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// The first signal ends the run; a second one then kills at once.
-	context.AfterFunc(ctx, stop)
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
-}
+func main() { toolmain.Run("bench", run) }
 
 // run parses the flags in args and runs the bench, its progress and report to stdout.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {

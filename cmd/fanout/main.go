@@ -14,30 +14,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/msggate/msggate/internal/fanout"
+	"github.com/msggate/msggate/internal/toolmain"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// The first signal ends the run; a second one then kills at once.
-	context.AfterFunc(ctx, stop)
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "fanout:", err)
-		os.Exit(1)
-	}
-}
+func main() { toolmain.Run("fanout", run) }
 
 // run parses the flags in args and runs the measurement, its progress and table to stdout.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -16,32 +16,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/msggate/msggate/internal/loadfault"
+	"github.com/msggate/msggate/internal/toolmain"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// The first signal ends the run; a second one then kills at once.
-	context.AfterFunc(ctx, stop)
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "loadfault:", err)
-		os.Exit(1)
-	}
-}
+func main() { toolmain.Run("loadfault", run) }
 
 // run parses the flags in args and runs the scenario (at each level with -levels), its
 // progress and report to stdout.
