@@ -148,10 +148,6 @@ func parseInt(v any) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return parseIntString(s)
-}
-
-func parseIntString(s string) (int64, bool) {
 	n, err := strconv.ParseInt(s, 10, 64)
 	return n, err == nil
 }
