@@ -374,7 +374,7 @@ func TestChunksVersion(t *testing.T) {
 
 		// Redis loses the keys: no version until a write or a fill gives one, and never one seen
 		// before.
-		for _, key := range []string{"t:{" + conv + "}:seq", "t:{" + conv + "}:chunk:0", "t:{" + conv + "}:chunk:1"} {
+		for _, key := range []string{"t:{" + conv + "}:seqstate", "t:{" + conv + "}:chunk:0", "t:{" + conv + "}:chunk:1"} {
 			if err := e.rdb.Del(e.ctx, key).Err(); err != nil {
 				t.Fatal(err)
 			}

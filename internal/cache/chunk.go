@@ -98,21 +98,19 @@ func (c *Cache) FillChunks(ctx context.Context, fills []ChunkFill) error {
 // starts from a random seed like the chunks version: a version seen before Redis lost its keys
 // never names a later state of the chunk (readers sharing one MongoDB read per version rely on
 // it). It also
-// moves the conversation's chunks version (KEYS[2], the seq state: ConversationState.
-// ChunksVersion), starting from a random seed when there is none, so that in-process copies
-// of the conversation's chunks are no longer taken as current by any instance.
-var invalidateChunk = redis.NewScript(`
+// gives the conversation a new chunks version (KEYS[2], the seq state: ConversationState.
+// ChunksVersion), the random ARGV[2], so that in-process copies of the conversation's chunks
+// are no longer taken as current by any instance.
+var invalidateChunk = redis.NewScript(seqStateLua + `
 if redis.call('HEXISTS', KEYS[1], 'v') == 0 then
   redis.call('HSET', KEYS[1], 'v', ARGV[2])
 end
 redis.call('HINCRBY', KEYS[1], 'v', 1)
 redis.call('HDEL', KEYS[1], 'data')
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
-if redis.call('HEXISTS', KEYS[2], 'cv') == 0 then
-  redis.call('HSET', KEYS[2], 'cv', ARGV[2])
-end
-redis.call('HINCRBY', KEYS[2], 'cv', 1)
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
+local st = readSeqState(KEYS[2])
+st[4] = ARGV[2]
+writeSeqState(KEYS[2], st, ARGV[3])
 return 1`)
 
 // InvalidateChunks must be called after every MongoDB write to the chunks, in one round trip,
@@ -127,16 +125,17 @@ func (c *Cache) InvalidateChunks(ctx context.Context, docIDs []string) error {
 		if err != nil {
 			return err
 		}
-		keys := []string{c.chunkKeyOf(conv, idx), c.convKey(conv, "seq")}
+		keys := []string{c.chunkKeyOf(conv, idx), c.seqStateKey(conv)}
 		invalidateChunk.Eval(ctx, pipe, keys, ms(c.opts.ChunkTTL), newChunksVersion(), ms(c.opts.StateTTL))
 	}
 	_, err := pipe.Exec(ctx)
 	return cacheError("invalidate chunks", err)
 }
 
-// newChunksVersion is the first chunks version of a conversation whose state has none: a
-// random number, not 0, so that after Redis lost its keys (a restart) a version counted up
-// again can never equal one an instance saw before and still holds copies under.
+// newChunksVersion is a random version, not 0: every chunk write gives its conversation a new
+// one, and a chunk's own version starts from one. So a version an instance saw before and
+// still holds copies under never comes back (the odds are one in 2^52 a write), not even after
+// Redis lost its keys (a restart) and counting started again.
 func newChunksVersion() string {
 	return strconv.FormatInt(rand.Int64N(1<<52)+1, 10)
 }

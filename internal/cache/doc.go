@@ -13,7 +13,7 @@
 // in one slot and a script may touch several of them:
 //
 //	<prefix>{<conversationID>}:chunk:<index>  hash {v: version, data: JSON chunk}
-//	<prefix>{<conversationID>}:seq            hash {max, min, time, cv}: stored max seq, min seq, newest send time, chunks version
+//	<prefix>{<conversationID>}:seqstate       string "max,min,time,cv": stored max seq, min seq, newest send time, chunks version (conversation_state.go)
 //	<prefix>{<conversationID>}:alloc          hash {curr, last}: allocator position and block end
 //	<prefix>{<conversationID>}:alloclock      string: token of the instance refilling the block
 //	<prefix>{<conversationID>}:log            hash {epoch, pos, x, m}: a group stream's head and the newest max and min seq logged (group_log.go)

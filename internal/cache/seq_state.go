@@ -64,11 +64,14 @@ func (c *Cache) GetStatesMany(ctx context.Context, queries []StateQuery, withHea
 }
 
 // statesRead is a state read queued on a pipeline, to be parsed once the pipeline ran, so
-// that other reads can share its round trip.
+// that other reads can share its round trip. The conversations' states of all queries are one
+// MGET (convMGet), or on a cluster, where the keys live in different slots, one GET each
+// (convGets, in query order).
 type statesRead struct {
 	queries  []StateQuery
 	headCmds []*redis.Cmd
-	convCmds [][]*redis.SliceCmd
+	convMGet *redis.SliceCmd
+	convGets []*redis.StringCmd
 	userCmds []*redis.SliceCmd
 }
 
@@ -81,12 +84,22 @@ func (c *Cache) queueStates(ctx context.Context, pipe redis.Pipeliner, queries [
 			r.headCmds[i] = c.readEventsCmd(ctx, pipe, q.UserID, nil, 0)
 		}
 	}
-	r.convCmds, r.userCmds = make([][]*redis.SliceCmd, len(queries)), make([]*redis.SliceCmd, len(queries))
-	for qi, q := range queries {
-		r.convCmds[qi] = make([]*redis.SliceCmd, len(q.ConversationIDs))
-		for i, id := range q.ConversationIDs {
-			r.convCmds[qi][i] = pipe.HMGet(ctx, c.convKey(id, "seq"), "max", "min", "time", "cv")
+	var keys []string
+	for _, q := range queries {
+		for _, id := range q.ConversationIDs {
+			keys = append(keys, c.seqStateKey(id))
 		}
+	}
+	if _, cluster := c.rdb.(*redis.ClusterClient); cluster {
+		r.convGets = make([]*redis.StringCmd, len(keys))
+		for i, key := range keys {
+			r.convGets[i] = pipe.Get(ctx, key)
+		}
+	} else if len(keys) > 0 {
+		r.convMGet = pipe.MGet(ctx, keys...)
+	}
+	r.userCmds = make([]*redis.SliceCmd, len(queries))
+	for qi, q := range queries {
 		if q.UserID != "" && len(q.ConversationIDs) > 0 {
 			fields := make([]string, 0, 2*len(q.ConversationIDs))
 			for _, id := range q.ConversationIDs {
@@ -111,22 +124,24 @@ func (r *statesRead) result() (States, error) {
 			res.Heads[i] = p.Head
 		}
 	}
+	var mget []any
+	if r.convMGet != nil {
+		mget, _ = r.convMGet.Result() // a failed read leaves every state a miss
+	}
+	next := 0 // the position of the query's first conversation in the MGET or the GETs
 	for qi, q := range r.queries {
 		res.Conversations[qi] = make([]ConversationState, len(q.ConversationIDs))
 		res.Users[qi] = make([]UserState, len(q.ConversationIDs))
-		for i, cmd := range r.convCmds[qi] {
-			vals, err := cmd.Result()
-			if err != nil {
-				continue
+		for i := range q.ConversationIDs {
+			var value string
+			if r.convGets != nil {
+				value, _ = r.convGets[next+i].Result()
+			} else if next+i < len(mget) {
+				value, _ = mget[next+i].(string)
 			}
-			maxSeq, ok1 := parseInt(vals[0])
-			minSeq, ok2 := parseInt(vals[1])
-			lastTime, ok3 := parseInt(vals[2])
-			if ok1 && ok2 && ok3 {
-				version, _ := vals[3].(string)
-				res.Conversations[qi][i] = ConversationState{MaxSeq: maxSeq, MinSeq: minSeq, LastTime: lastTime, ChunksVersion: version, Cached: true}
-			}
+			res.Conversations[qi][i] = parseSeqState(value)
 		}
+		next += len(q.ConversationIDs)
 		if r.userCmds[qi] == nil {
 			continue
 		}
@@ -152,14 +167,10 @@ func parseInt(v any) (int64, bool) {
 	return n, err == nil
 }
 
-// raiseFields sets each field to the given value unless it already holds a larger one. With a
-// seed (ARGV[2] not empty) it also gives a conversation's state a chunks version when it has
-// none (see newChunksVersion).
+// raiseFields sets each hash field to the given value unless it already holds a larger one:
+// ARGV[1] the TTL, then pairs of a field and a value.
 var raiseFields = redis.NewScript(`
-if ARGV[2] ~= '' and redis.call('HEXISTS', KEYS[1], 'cv') == 0 then
-  redis.call('HSET', KEYS[1], 'cv', ARGV[2])
-end
-for i = 3, #ARGV, 2 do
+for i = 2, #ARGV, 2 do
   local cur = redis.call('HGET', KEYS[1], ARGV[i])
   if cur == false or tonumber(cur) < tonumber(ARGV[i+1]) then
     redis.call('HSET', KEYS[1], ARGV[i], ARGV[i+1])
@@ -192,27 +203,27 @@ func (c *Cache) RaiseStates(ctx context.Context, convs []ConversationRaise, user
 	for _, r := range convs {
 		args := []any{ttl, newChunksVersion()}
 		if r.MaxSeq != nil {
-			args = append(args, "max", *r.MaxSeq)
+			args = append(args, seqStateMax, *r.MaxSeq)
 		}
 		if r.MinSeq != nil {
-			args = append(args, "min", *r.MinSeq)
+			args = append(args, seqStateMin, *r.MinSeq)
 		}
 		if r.LastTime != nil {
-			args = append(args, "time", *r.LastTime)
+			args = append(args, seqStateTime, *r.LastTime)
 		}
 		if len(args) > 2 {
-			raiseFields.Eval(ctx, pipe, []string{c.convKey(r.ConversationID, "seq")}, args...)
+			raiseSeqState.Eval(ctx, pipe, []string{c.seqStateKey(r.ConversationID)}, args...)
 		}
 	}
 	for _, r := range users {
-		args := []any{ttl, ""}
+		args := []any{ttl}
 		if r.ReadSeq != nil {
 			args = append(args, r.ConversationID, *r.ReadSeq)
 		}
 		if r.UserMinSeq != nil {
 			args = append(args, r.ConversationID+"|min", *r.UserMinSeq)
 		}
-		if len(args) > 2 {
+		if len(args) > 1 {
 			raiseFields.Eval(ctx, pipe, []string{c.userReadKey(r.UserID)}, args...)
 		}
 	}

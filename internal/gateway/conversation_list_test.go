@@ -107,14 +107,14 @@ func testViewerConversationsPage(t *testing.T, chunkMemory int64, chunkTrips int
 		}
 	}
 	trips := g.RoundTrips.Take()
-	if n := testenv.Matching(trips, "hmget", ":seq"); n != 1 {
+	if n := testenv.Matching(trips, "mget", ":seqstate"); n != 1 {
 		t.Errorf("%d Redis round trips read seq state, want 1", n)
 	}
 	if n := testenv.Matching(trips, "smembers", ":convs"); n != 1 {
 		t.Errorf("%d Redis round trips read the conversation list, want 1", n)
 	}
 	for _, trip := range trips {
-		if testenv.Matching([][]string{trip}, "smembers", ":convs") == 1 && testenv.Matching([][]string{trip}, "hmget", ":seq") == 0 {
+		if testenv.Matching([][]string{trip}, "smembers", ":convs") == 1 && testenv.Matching([][]string{trip}, "mget", ":seqstate") == 0 {
 			t.Errorf("the list was read without its states: %q", trip)
 		}
 	}

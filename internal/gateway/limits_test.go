@@ -81,7 +81,7 @@ func (in *instance) noStoreWork(t *testing.T, what string) {
 // since the last call.
 func (in *instance) storeWork() bool {
 	trips := in.RoundTrips.Take()
-	return in.mongoCommands.Swap(0) > 0 || testenv.Matching(trips, ":chunk:")+testenv.Matching(trips, ":seq")+testenv.Matching(trips, ":read") > 0
+	return in.mongoCommands.Swap(0) > 0 || testenv.Matching(trips, ":chunk:")+testenv.Matching(trips, ":seqstate")+testenv.Matching(trips, ":read") > 0
 }
 
 func requestBody(query string, vars map[string]any, extensions map[string]any) []byte {

@@ -27,7 +27,7 @@ var keyFamilies = []struct {
 	maxTTL  time.Duration
 }{
 	{"cached chunk", regexp.MustCompile(`^msggate:\{[^}]+\}:chunk:\d+$`), 24 * time.Hour},
-	{"conversation seq state", regexp.MustCompile(`^msggate:\{[^}]+\}:seq$`), 7 * 24 * time.Hour},
+	{"conversation seq state", regexp.MustCompile(`^msggate:\{[^}]+\}:seqstate$`), 7 * 24 * time.Hour},
 	{"seq allocator", regexp.MustCompile(`^msggate:\{[^}]+\}:alloc$`), 7 * 24 * time.Hour},
 	{"allocator refill lock", regexp.MustCompile(`^msggate:\{[^}]+\}:alloclock$`), 5 * time.Second},
 	{"user read state", regexp.MustCompile(`^msggate:\{u:[^}]+\}:read$`), 7 * 24 * time.Hour},

@@ -68,12 +68,12 @@ func TestSyncStateAndDifference(t *testing.T) {
 	var st syncStateResult
 	g.Query(bob, syncStateQuery, nil, &st)
 	trips := g.RoundTrips.Take()
-	if n := testenv.Matching(trips, "hmget", "{si_alice_bob}:seq"); n != 1 {
+	if n := testenv.Matching(trips, "mget", "{si_alice_bob}:seqstate"); n != 1 {
 		t.Errorf("seq state read in %d round trips, want 1: %v", n, trips)
 	}
 	together := 0
 	for _, trip := range trips {
-		if testenv.Matching([][]string{trip}, "{u:bob}:log") == 1 && testenv.Matching([][]string{trip}, "{si_alice_bob}:seq") == 1 &&
+		if testenv.Matching([][]string{trip}, "{u:bob}:log") == 1 && testenv.Matching([][]string{trip}, "{si_alice_bob}:seqstate") == 1 &&
 			testenv.Matching([][]string{trip}, "{u:bob}:read") == 1 {
 			together++
 		}
@@ -265,7 +265,7 @@ func TestSyncStatePageOfHundredIsOneRoundTrip(t *testing.T) {
 		g.Mongo.Reset()
 		g.Query(alice, query, map[string]any{"after": after}, &r)
 		trips := g.RoundTrips.Take()
-		if n := testenv.Matching(trips, ":seq"); n != 1 {
+		if n := testenv.Matching(trips, ":seqstate"); n != 1 {
 			t.Errorf("page %d: seq state read in %d round trips, want 1", page, n)
 		}
 		if n := testenv.Matching(trips, ":convs"); n != 1 {
