@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	gosync "sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -34,18 +35,42 @@ type Loaders struct {
 	listOnce gosync.Once
 	list     []im.SeqState
 	listErr  error
+	// listRead: list holds the viewer's list (read without error); listIndex finds a
+	// conversation's place in it (listed).
+	listRead      atomic.Bool
+	listIndexOnce gosync.Once
+	listIndex     map[string]int
 }
 
-// viewerConversations returns the viewer's conversations, newest activity first, and primes
-// the state loader with them so that each conversation's fields need no further reads.
+// viewerConversations returns the viewer's conversations, newest activity first. Their states
+// answer LoadState from then on (listed), so each conversation's fields need no further reads.
 func (l *Loaders) viewerConversations(ctx context.Context) ([]im.SeqState, error) {
 	l.listOnce.Do(func() {
 		l.list, l.listErr = l.convs.UserConversations(ctx, l.viewer)
-		for _, st := range l.list {
-			l.states.Prime(ctx, st.ConversationID, st)
-		}
+		l.listRead.Store(l.listErr == nil)
 	})
 	return l.list, l.listErr
+}
+
+// listed returns the viewer's state in a conversation from the request's read of the list,
+// when the list was read and holds it. The index is built on the first ask, not with the
+// list: a page that asks for no single state (the list's lastMessage has the states at hand)
+// pays nothing for it, however long the list.
+func (l *Loaders) listed(conversationID string) (im.SeqState, bool) {
+	if !l.listRead.Load() {
+		return im.SeqState{}, false
+	}
+	l.listIndexOnce.Do(func() {
+		l.listIndex = make(map[string]int, len(l.list))
+		for i, st := range l.list {
+			l.listIndex[st.ConversationID] = i
+		}
+	})
+	i, ok := l.listIndex[conversationID]
+	if !ok {
+		return im.SeqState{}, false
+	}
+	return l.list[i], true
 }
 
 // LoadChunks reads chunks through the request's chunk loader, so that the reads of every
@@ -68,6 +93,14 @@ func (l *Loaders) Remembered(refs []history.ChunkRef) ([]*im.Chunk, bool) {
 // LoadState reads the viewer's seq state in a conversation through the request's state
 // loader (Loaders are the request's history.StateSource).
 func (l *Loaders) LoadState(ctx context.Context, conversationID string) (im.SeqState, error) {
+	// A state the request wrote (Replace) or read on its own comes first: it is at least as
+	// new as the list's.
+	if thunk, ok := l.states.cache.Get(ctx, conversationID); ok {
+		return thunk()
+	}
+	if st, ok := l.listed(conversationID); ok {
+		return st, nil
+	}
 	return l.states.Load(ctx, conversationID)
 }
 

@@ -6,7 +6,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
@@ -123,10 +125,21 @@ func requestErrorStatus(contentType string, errs gqlerror.List) int {
 	return http.StatusUnprocessableEntity
 }
 
+// responseBuffers holds the buffers answers are put together in, so that a page's answer does
+// not cost an allocation of its size.
+var responseBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
 // writeResponse writes r as graphql.Response's JSON form, with its data copied as is: the
 // executor wrote it and it is valid JSON. Only the small parts go through encoding/json.
 func writeResponse(w io.Writer, r *graphql.Response) {
-	b := make([]byte, 0, len(r.Data)+128)
+	p := responseBuffers.Get().(*[]byte)
+	b := slices.Grow((*p)[:0], len(r.Data)+128)
+	defer func() {
+		if cap(b) <= 1<<20 { // a huge answer's buffer is not kept
+			*p = b[:0]
+			responseBuffers.Put(p)
+		}
+	}()
 	b = append(b, '{')
 	field := func(name string, v any) bool {
 		enc, err := json.Marshal(v)

@@ -66,18 +66,16 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 	p := pageOf(list, n, cursor)
 	out := &model.ConversationConnection{Nodes: p.nodes, Resolved: make([]model.ConversationNode, len(p.states)),
 		PageInfo: &model.PageInfo{EndCursor: p.endCursor, HasNextPage: p.hasMore}}
-	ids := make([]string, len(p.states))
 	for i, st := range p.states {
 		conv, err := l.convs.ParseConversationID(st.ConversationID)
 		if err != nil {
 			return nil, err
 		}
-		ids[i] = st.ConversationID
 		out.Resolved[i] = model.ConversationNode{ID: st.ConversationID, Kind: kindOf(conv.Kind), MaxSeq: st.MaxSeq,
 			MinSeq: st.VisibleMin(), ReadSeq: st.ReadSeq, UnreadCount: st.Unread()}
 	}
 	lastMessage, histories := nodeFieldsSelected(ctx)
-	if len(ids) == 0 || !lastMessage && len(histories) == 0 {
+	if len(p.states) == 0 || !lastMessage && len(histories) == 0 {
 		return out, nil
 	}
 	h, err := r.historyOf(ctx)
@@ -85,7 +83,7 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 		return nil, err
 	}
 	if lastMessage {
-		views, err := h.LastMessages(ctx, ids)
+		views, err := h.LastMessages(ctx, p.states)
 		for i := range out.Resolved {
 			switch {
 			case err != nil:

@@ -64,24 +64,20 @@ func (r Reader) LastMessage(ctx context.Context, conversationID string) (*im.Mes
 }
 
 // LastMessages is LastMessage for several conversations at once (a page of the conversation
-// list): the chunks holding their last messages are read with one call of the chunk source,
-// and the dialect's adjustment is applied once to them all. The result is aligned with
-// conversationIDs.
-func (r Reader) LastMessages(ctx context.Context, conversationIDs []string) ([]*im.MessageView, error) {
-	out := make([]*im.MessageView, len(conversationIDs))
-	var refs []ChunkRef
-	var at []int
-	var seqs []int64
-	for i, id := range conversationIDs {
-		st, err := r.States.LoadState(ctx, id)
-		if err != nil {
-			return nil, err
-		}
+// list), given the viewer's states in them as the caller read them (the list holds them, so
+// asking the state source again would only cost): the chunks holding their last messages are
+// read with one call of the chunk source, and the dialect's adjustment is applied once to them
+// all. The result is aligned with states.
+func (r Reader) LastMessages(ctx context.Context, states []im.SeqState) ([]*im.MessageView, error) {
+	out := make([]*im.MessageView, len(states))
+	refs := make([]ChunkRef, 0, len(states))
+	at := make([]int, 0, len(states))
+	for i, st := range states {
 		if st.MaxSeq < st.VisibleMin() {
 			continue
 		}
-		refs = append(refs, ChunkRef{DocID: im.DocID(id, st.MaxSeq), Version: st.ChunksVersion})
-		at, seqs = append(at, i), append(seqs, st.MaxSeq)
+		refs = append(refs, ChunkRef{DocID: im.DocID(st.ConversationID, st.MaxSeq), Version: st.ChunksVersion})
+		at = append(at, i)
 	}
 	if len(refs) == 0 {
 		return out, nil
@@ -95,7 +91,8 @@ func (r Reader) LastMessages(ctx context.Context, conversationIDs []string) ([]*
 	}
 	views := make([]im.MessageView, len(refs))
 	for j, i := range at {
-		views[j] = im.ViewSlot(conversationIDs[i], seqs[j], chunks[j].Slot(seqs[j]), r.Viewer)
+		st := states[i]
+		views[j] = im.ViewSlot(st.ConversationID, st.MaxSeq, chunks[j].Slot(st.MaxSeq), r.Viewer)
 	}
 	if r.Adjust != nil {
 		if err := r.Adjust(ctx, r.Chunks, r.Viewer, views); err != nil {

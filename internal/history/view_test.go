@@ -158,20 +158,21 @@ func TestAdjustSeesEveryRead(t *testing.T) {
 	}
 }
 
-// Ensure LastMessages answers each conversation as LastMessage does, with one read of the
-// chunk source for all of them, and none for conversations whose viewer may read no seq.
+// Ensure LastMessages answers each conversation as LastMessage does, from the states given
+// (the state source is never asked), with one read of the chunk source for all of them, and
+// none for conversations whose viewer may read no seq.
 func TestLastMessagesOfAPage(t *testing.T) {
 	chunks := &memChunks{}
 	chunks.putMessages("si_a_bob", 1, 3)
 	chunks.putMessages("si_c_bob", 1, 150)
 	chunks.put("si_c_bob", 150, im.Slot{Msg: msgAt(150), DelList: []string{"bob"}})
-	states := memStates{states: map[string]im.SeqState{
-		"si_a_bob": {ConversationID: "si_a_bob", MaxSeq: 3},
-		"si_b_bob": {ConversationID: "si_b_bob", MaxSeq: 5, UserMinSeq: 6}, // cleared by the viewer
-		"si_c_bob": {ConversationID: "si_c_bob", MaxSeq: 150},
-	}}
-	r := history.Reader{Viewer: "bob", Chunks: chunks, States: states}
-	got, err := r.LastMessages(context.Background(), []string{"si_a_bob", "si_b_bob", "si_c_bob"})
+	states := []im.SeqState{
+		{ConversationID: "si_a_bob", MaxSeq: 3},
+		{ConversationID: "si_b_bob", MaxSeq: 5, UserMinSeq: 6}, // cleared by the viewer
+		{ConversationID: "si_c_bob", MaxSeq: 150},
+	}
+	r := history.Reader{Viewer: "bob", Chunks: chunks, States: memStates{}}
+	got, err := r.LastMessages(context.Background(), states)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestLastMessagesOfAPage(t *testing.T) {
 		t.Fatalf("chunk reads %v, want one of the two chunks", chunks.calls)
 	}
 	chunks.err = errors.New("store down")
-	if _, err := r.LastMessages(context.Background(), []string{"si_a_bob"}); !errors.Is(err, chunks.err) {
+	if _, err := r.LastMessages(context.Background(), states[:1]); !errors.Is(err, chunks.err) {
 		t.Fatalf("failing chunks: %v", err)
 	}
 }

@@ -1,6 +1,9 @@
 package sync
 
-import gosync "sync"
+import (
+	"slices"
+	gosync "sync"
+)
 
 // Bounds of listMemo: users remembered, and conversations a remembered list may hold. A
 // longer list is read in two round trips as before; the memo stays under about 50 MB.
@@ -34,7 +37,7 @@ func (m *listMemo) remember(userID string, ids []string) {
 		m.lists = make(map[string][]string)
 	}
 	old, ok := m.lists[userID]
-	if ok && sameMembers(old, ids) {
+	if ok && slices.Equal(old, ids) {
 		return // the list read was the one remembered
 	}
 	if !ok && len(m.lists) >= listMemoUsers {
