@@ -131,10 +131,6 @@ func (c *Cache) chunkKeyOf(conversationID string, index int64) string {
 	return c.convKey(conversationID, "chunk:"+strconv.FormatInt(index, 10))
 }
 
-func (c *Cache) userReadKey(userID string) string {
-	return c.opts.Prefix + "{u:" + userID + "}:read"
-}
-
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 
 // cacheError wraps a Redis failure. Callers on the read path treat it as a miss; callers on

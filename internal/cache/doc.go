@@ -20,7 +20,7 @@
 //	<prefix>{<conversationID>}:events         list: a group stream's events, oldest first
 //	<prefix>{<conversationID>}:evkeys         sorted set: the keys of the changes the group stream logged, by time
 //	<prefix>{<conversationID>}:followed       string: OpenIM mode's highest seq logged from OpenIM's feed (followed_seq.go)
-//	<prefix>{u:<userID>}:read                 hash {<conversationID>: read seq, <conversationID>|min: user min seq}
+//	<prefix>{u:<userID>}:readstate            hash {<conversationID>: "read,min"}: read seq and user min seq (read_state.go)
 //	<prefix>{u:<userID>}:convs                set: the IDs on the user's conversation list, with "" marking it filled (conversation_list.go)
 //	<prefix>{u:<userID>}:convsv               string: the conversation list's version, moved by every change
 //	<prefix>{u:<userID>}:log                  hash {epoch, pos, <conversationID>|x, <conversationID>|m}: the event log's head and the max and min seqs it has seen

@@ -20,7 +20,7 @@ import (
 //	{u:U}:log     hash: epoch, pos (last position), and per conversation the newest max seq
 //	              ("<conv>|x") and conversation min seq ("<conv>|m") the log has seen
 //	{u:U}:events  list of JSON events, oldest first; the last one has position pos
-//	{u:U}:read    the read-state hash the seq cache already keeps (readSeq, user min seq)
+//	{u:U}:readstate  the read-state hash the seq cache already keeps (read_state.go)
 //
 // Counters travel inside events (unread after a new message, after a read). They are computed
 // by the append script from the values in the user's slot, raised by what the caller knows, so
@@ -84,7 +84,7 @@ end
 // conversation min seq, read seq and user min seq (empty max seq: the event carries no
 // counters), and the event's key ("" for none). An event whose key the log has seen is left
 // out, and answered as "".
-var appendEvents = redis.NewScript(openLog + `
+var appendEvents = redis.NewScript(openLog + readStateLua + `
 if created then
   redis.call('DEL', KEYS[3])
 end
@@ -108,6 +108,19 @@ local function raise(key, field, v)
   end
   return cur
 end
+-- The read state of each conversation, read once and written once per call too.
+local reads, readsMoved = {}, {}
+local function raiseRead(conv, r, m)
+  local f = reads[conv]
+  if f == nil then
+    f = readReadState(KEYS[4], conv)
+    reads[conv] = f
+  end
+  local moved = raiseReadField(f, 1, r, false)
+  moved = raiseReadField(f, 2, m, false) or moved
+  if moved then readsMoved[conv] = true end
+  return tonumber(f[1]) or 0, tonumber(f[2]) or 0
+end
 local pos = tonumber(redis.call('HGET', KEYS[1], 'pos'))
 local out, pushed = {}, {}
 local now = tonumber(ARGV[8])
@@ -124,8 +137,7 @@ for i = 9, #ARGV, 7 do
     if ARGV[i+2] ~= '' then
       local maxSeq = raise(KEYS[1], conv .. '|x', ARGV[i+2])
       local convMin = raise(KEYS[1], conv .. '|m', ARGV[i+3])
-      local readSeq = raise(KEYS[4], conv, ARGV[i+4])
-      local userMin = raise(KEYS[4], conv .. '|min', ARGV[i+5])
+      local readSeq, userMin = raiseRead(conv, ARGV[i+4], ARGV[i+5])
       local visibleMin = math.max(1, convMin, userMin)
       local seen = math.max(readSeq, visibleMin - 1)
       local unread = maxSeq - seen
@@ -144,6 +156,9 @@ end
 redis.call('HSET', KEYS[1], 'pos', string.format('%d', pos))
 for k, d in pairs(dirty) do
   redis.call('HSET', d[1], d[2], string.format('%d', values[k]))
+end
+for conv in pairs(readsMoved) do
+  writeReadState(KEYS[4], conv, reads[conv])
 end
 if redis.call('EXISTS', KEYS[4]) == 1 then
   redis.call('PEXPIRE', KEYS[4], ARGV[7])
@@ -188,7 +203,7 @@ return res`)
 
 func (c *Cache) eventLogKeys(userID string) (log, events, read string) {
 	tag := c.opts.Prefix + "{u:" + userID + "}:"
-	return tag + "log", tag + "events", tag + "read"
+	return tag + "log", tag + "events", tag + "readstate"
 }
 
 // eventKeysKey names the sorted set of the keys of a user's logged events (EventAppend.Key),

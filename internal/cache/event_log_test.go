@@ -70,6 +70,43 @@ func TestEventLogPositionsAndCounters(t *testing.T) {
 	})
 }
 
+// Ensure the event log raises the read state the state reads see, and that its "not known"
+// zeros never make a read state look cached: only a fill from MongoDB (RaiseStates) completes
+// an entry whose min seq the log never learned.
+func TestEventLogSharesReadState(t *testing.T) {
+	eachTopology(t, func(t *testing.T, e *env) {
+		c := e.cache
+		userState := func() cache.UserState {
+			t.Helper()
+			_, users, err := getStates(e.ctx, c, "dave", []string{"si_alice_dave"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return users[0]
+		}
+		appendEvents(t, c, newMessage("dave", "si_alice_dave", 1, 0))
+		if got := userState(); got.Cached {
+			t.Fatalf("after a message with no read seq known: %+v, want a miss", got)
+		}
+		appendEvents(t, c, cache.EventAppend{UserID: "dave", Event: im.Event{Type: im.EventRead, ConversationID: "si_alice_dave"},
+			MaxSeq: 1, ReadSeq: 1})
+		if got := userState(); got.Cached {
+			t.Fatalf("read seq known, user min seq not: %+v, want a miss", got)
+		}
+		if err := c.RaiseStates(e.ctx, nil, []cache.UserRaise{{UserID: "dave", ConversationID: "si_alice_dave", ReadSeq: ptr(0), UserMinSeq: ptr(0)}}); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := userState(), (cache.UserState{ReadSeq: 1, UserMinSeq: 0, Cached: true}); got != want {
+			t.Fatalf("after a fill: %+v, want %+v (the log's read seq kept)", got, want)
+		}
+		appendEvents(t, c, cache.EventAppend{UserID: "dave", Event: im.Event{Type: im.EventClear, ConversationID: "si_alice_dave"},
+			MaxSeq: 1, ReadSeq: 1, UserMinSeq: 2})
+		if got, want := userState(), (cache.UserState{ReadSeq: 1, UserMinSeq: 2, Cached: true}); got != want {
+			t.Fatalf("after a clear: %+v, want %+v", got, want)
+		}
+	})
+}
+
 // Ensure a difference pages through the log in order, a token older than the log or from a
 // lost log answers TooLong, and a token from the future is refused.
 func TestEventLogDifference(t *testing.T) {

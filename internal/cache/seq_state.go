@@ -101,11 +101,7 @@ func (c *Cache) queueStates(ctx context.Context, pipe redis.Pipeliner, queries [
 	r.userCmds = make([]*redis.SliceCmd, len(queries))
 	for qi, q := range queries {
 		if q.UserID != "" && len(q.ConversationIDs) > 0 {
-			fields := make([]string, 0, 2*len(q.ConversationIDs))
-			for _, id := range q.ConversationIDs {
-				fields = append(fields, id, id+"|min")
-			}
-			r.userCmds[qi] = pipe.HMGet(ctx, c.userReadKey(q.UserID), fields...)
+			r.userCmds[qi] = pipe.HMGet(ctx, c.readStateKey(q.UserID), q.ConversationIDs...)
 		}
 	}
 	return r
@@ -145,39 +141,14 @@ func (r *statesRead) result() (States, error) {
 		if r.userCmds[qi] == nil {
 			continue
 		}
-		if vals, err := r.userCmds[qi].Result(); err == nil {
-			for i := range q.ConversationIDs {
-				read, ok1 := parseInt(vals[2*i])
-				minSeq, ok2 := parseInt(vals[2*i+1])
-				if ok1 && ok2 {
-					res.Users[qi][i] = UserState{ReadSeq: read, UserMinSeq: minSeq, Cached: true}
-				}
+		if vals, err := r.userCmds[qi].Result(); err == nil && len(vals) == len(q.ConversationIDs) {
+			for i, v := range vals {
+				res.Users[qi][i] = parseReadState(v)
 			}
 		}
 	}
 	return res, nil
 }
-
-func parseInt(v any) (int64, bool) {
-	s, ok := v.(string)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	return n, err == nil
-}
-
-// raiseFields sets each hash field to the given value unless it already holds a larger one:
-// ARGV[1] the TTL, then pairs of a field and a value.
-var raiseFields = redis.NewScript(`
-for i = 2, #ARGV, 2 do
-  local cur = redis.call('HGET', KEYS[1], ARGV[i])
-  if cur == false or tonumber(cur) < tonumber(ARGV[i+1]) then
-    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i+1])
-  end
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return 1`)
 
 // ConversationRaise raises cached conversation state; a nil field is left alone.
 type ConversationRaise struct {
@@ -216,16 +187,17 @@ func (c *Cache) RaiseStates(ctx context.Context, convs []ConversationRaise, user
 		}
 	}
 	for _, r := range users {
-		args := []any{ttl}
+		if r.ReadSeq == nil && r.UserMinSeq == nil {
+			continue
+		}
+		read, minSeq := "", ""
 		if r.ReadSeq != nil {
-			args = append(args, r.ConversationID, *r.ReadSeq)
+			read = strconv.FormatInt(*r.ReadSeq, 10)
 		}
 		if r.UserMinSeq != nil {
-			args = append(args, r.ConversationID+"|min", *r.UserMinSeq)
+			minSeq = strconv.FormatInt(*r.UserMinSeq, 10)
 		}
-		if len(args) > 1 {
-			raiseFields.Eval(ctx, pipe, []string{c.userReadKey(r.UserID)}, args...)
-		}
+		raiseReadState.Eval(ctx, pipe, []string{c.readStateKey(r.UserID)}, ttl, r.ConversationID, read, minSeq)
 	}
 	_, err := pipe.Exec(ctx)
 	return cacheError("raise states", err)

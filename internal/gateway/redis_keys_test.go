@@ -30,7 +30,7 @@ var keyFamilies = []struct {
 	{"conversation seq state", regexp.MustCompile(`^msggate:\{[^}]+\}:seqstate$`), 7 * 24 * time.Hour},
 	{"seq allocator", regexp.MustCompile(`^msggate:\{[^}]+\}:alloc$`), 7 * 24 * time.Hour},
 	{"allocator refill lock", regexp.MustCompile(`^msggate:\{[^}]+\}:alloclock$`), 5 * time.Second},
-	{"user read state", regexp.MustCompile(`^msggate:\{u:[^}]+\}:read$`), 7 * 24 * time.Hour},
+	{"user read state", regexp.MustCompile(`^msggate:\{u:[^}]+\}:readstate$`), 7 * 24 * time.Hour},
 	{"conversation list", regexp.MustCompile(`^msggate:\{u:[^}]+\}:convs$`), 7 * 24 * time.Hour},
 	{"conversation list version", regexp.MustCompile(`^msggate:\{u:[^}]+\}:convsv$`), 7 * 24 * time.Hour},
 	{"event log head", regexp.MustCompile(`^msggate:\{u:[^}]+\}:log$`), cache.DefaultEventLogMaxAge},
