@@ -84,12 +84,14 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 	}
 	if lastMessage {
 		views, err := h.LastMessages(ctx, p.states)
+		msgs, vals := make([]model.Message, len(views)), make([]messageValues, len(views))
 		for i := range out.Resolved {
 			switch {
 			case err != nil:
 				out.Resolved[i].LastMessageErr = err
 			case views[i] != nil:
-				out.Resolved[i].LastMessage = messageOf(*views[i])
+				fillMessage(&msgs[i], &vals[i], *views[i])
+				out.Resolved[i].LastMessage = &msgs[i]
 			}
 		}
 	}
@@ -209,8 +211,10 @@ func pageOf(list []im.SeqState, n int, after listCursor) conversationListPage {
 	}
 	end := min(start+n, len(list))
 	p := conversationListPage{states: list[start:end], nodes: make([]*model.Conversation, 0, end-start), hasMore: end < len(list)}
-	for _, st := range list[start:end] {
-		p.nodes = append(p.nodes, &model.Conversation{ID: st.ConversationID})
+	convs := make([]model.Conversation, end-start) // one allocation for the page's nodes
+	for i, st := range list[start:end] {
+		convs[i].ID = st.ConversationID
+		p.nodes = append(p.nodes, &convs[i])
 	}
 	if end > start {
 		c := encodeCursor(list[end-1])
