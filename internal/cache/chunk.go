@@ -126,16 +126,16 @@ func (c *Cache) InvalidateChunks(ctx context.Context, docIDs []string) error {
 			return err
 		}
 		keys := []string{c.chunkKeyOf(conv, idx), c.seqStateKey(conv)}
-		invalidateChunk.Eval(ctx, pipe, keys, ms(c.opts.ChunkTTL), newChunksVersion(), ms(c.opts.StateTTL))
+		invalidateChunk.Eval(ctx, pipe, keys, ms(c.opts.ChunkTTL), randomVersion(), ms(c.opts.StateTTL))
 	}
 	_, err := pipe.Exec(ctx)
 	return cacheError("invalidate chunks", err)
 }
 
-// newChunksVersion is a random version, not 0: every chunk write gives its conversation a new
-// one, and a chunk's own version starts from one. So a version an instance saw before and
-// still holds copies under never comes back (the odds are one in 2^52 a write), not even after
-// Redis lost its keys (a restart) and counting started again.
-func newChunksVersion() string {
+// randomVersion is a random version, not 0, where a version must never come back to a value
+// it had, not even after Redis lost its keys (a restart) and counting started again (the odds
+// are one in 2^52 a draw): every chunk write gives its conversation a new chunks version, a
+// chunk's own version and a conversation list's version start from one.
+func randomVersion() string {
 	return strconv.FormatInt(rand.Int64N(1<<52)+1, 10)
 }

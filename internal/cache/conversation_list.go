@@ -13,6 +13,11 @@ import (
 // version moved since the reader looked, so it never puts back a list older than a change.
 // Changes apply to a cached set in place (a send to a known conversation changes nothing), so
 // an active user's list stays cached.
+//
+// The version also names the list: it moves before every change is acknowledged, and starts
+// from a random number, so it never comes back to a value it had (not even after it expired).
+// A reader that saw the list at a version may take it as current while the version is the one
+// it saw, without reading the set again (GetConversationListWithStates).
 
 // listFilled is the member that marks a set as a filled list; conversation IDs are never empty.
 const listFilled = ""
@@ -31,22 +36,30 @@ type ConversationList struct {
 
 // GetConversationList reads a user's conversation list in one round trip.
 func (c *Cache) GetConversationList(ctx context.Context, userID string) (ConversationList, error) {
-	list, _, err := c.GetConversationListWithStates(ctx, userID, nil)
+	list, _, err := c.GetConversationListWithStates(ctx, userID, ConversationList{})
 	return list, err
 }
 
 // GetConversationListWithStates reads a user's conversation list and, in the same round trip,
-// the user's states (as GetStatesMany) in the conversations guessed to be on it, such as the list
-// as it was last read: when the guess holds, the list's states need no second round trip. The
-// states are aligned with guess.
-func (c *Cache) GetConversationListWithStates(ctx context.Context, userID string, guess []string) (ConversationList, States, error) {
+// the user's states (as GetStatesMany) in the conversations on known, the list as the caller
+// last read it: when the list has not changed since, its states need no second round trip.
+// When known has a version, the round trip reads only the version, and known is the answer
+// while the version is still known's; when it moved, a second round trip reads the list. The
+// states are aligned with known.IDs.
+func (c *Cache) GetConversationListWithStates(ctx context.Context, userID string, known ConversationList) (ConversationList, States, error) {
 	keys := c.listKeys(userID)
 	pipe := c.rdb.Pipeline()
-	members := pipe.SMembers(ctx, keys[0])
+	// The version is read before the members: another client's change may run between the two
+	// commands, and a list newer than its version is only re-read later, where a version newer
+	// than its list would name a list that never was.
 	version := pipe.Get(ctx, keys[1])
+	var members *redis.StringSliceCmd
+	if known.Version == "" {
+		members = pipe.SMembers(ctx, keys[0])
+	}
 	var states *statesRead
-	if len(guess) > 0 {
-		states = c.queueStates(ctx, pipe, []StateQuery{{UserID: userID, ConversationIDs: guess}}, false)
+	if len(known.IDs) > 0 {
+		states = c.queueStates(ctx, pipe, []StateQuery{{UserID: userID, ConversationIDs: known.IDs}}, false)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return ConversationList{}, States{}, cacheError("get conversation list", err)
@@ -58,8 +71,15 @@ func (c *Cache) GetConversationListWithStates(ctx context.Context, userID string
 			return ConversationList{}, States{}, err
 		}
 	}
-	var out ConversationList
-	out.Version, _ = version.Result()
+	current, _ := version.Result()
+	if members == nil {
+		if current == known.Version {
+			return ConversationList{IDs: known.IDs, Cached: true, Version: current}, guessed, nil
+		}
+		list, err := c.GetConversationList(ctx, userID) // the list moved since known
+		return list, guessed, err
+	}
+	out := ConversationList{Version: current}
 	ids, _ := members.Result()
 	if len(ids) == 0 {
 		return out, guessed, nil
@@ -104,13 +124,17 @@ func (c *Cache) FillConversationList(ctx context.Context, userID, version string
 	return cacheError("fill conversation list", fillList.Run(ctx, c.rdb, c.listKeys(userID), args...).Err())
 }
 
-// changeList moves a list's version and, when the list is cached, adds or removes members; a
-// list that grows past ARGV[3] members (the empty marker aside) is dropped instead.
+// changeList moves a list's version (starting from the random ARGV[4] when there is none) and,
+// when the list is cached, adds or removes members; a list that grows past ARGV[3] members (the
+// empty marker aside) is dropped instead.
 var changeList = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  redis.call('SET', KEYS[2], ARGV[4])
+end
 redis.call('INCR', KEYS[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  for i = 4, #ARGV, 500 do
+  for i = 5, #ARGV, 500 do
     redis.call(ARGV[2], KEYS[1], unpack(ARGV, i, math.min(i + 499, #ARGV)))
   end
   if redis.call('SCARD', KEYS[1]) > tonumber(ARGV[3]) + 1 then
@@ -145,11 +169,11 @@ func (c *Cache) changeLists(ctx context.Context, command string, byUser map[stri
 	}
 	pipe := c.rdb.Pipeline()
 	for user, convs := range byUser {
-		args := make([]any, 0, len(convs)+2)
+		args := make([]any, 0, len(convs)+4)
 		if command == "SREM" {
 			limit = 1 << 30 // removing never grows a list
 		}
-		args = append(args, ms(c.opts.StateTTL), command, limit)
+		args = append(args, ms(c.opts.StateTTL), command, limit, randomVersion())
 		for _, id := range convs {
 			args = append(args, id)
 		}

@@ -3,6 +3,9 @@ package cache_test
 import (
 	"slices"
 	"testing"
+
+	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/testenv"
 )
 
 // Ensure a user's conversation list is cached with a version: an empty list is cached too,
@@ -86,4 +89,68 @@ func get2(t *testing.T, e *env, user string) ([]string, bool, string) {
 		t.Fatal(err)
 	}
 	return l.IDs, l.Cached, l.Version
+}
+
+// Ensure a list read before is confirmed by its version alone, in one round trip with the
+// states, that any change makes the next read take the new list, and that a version Redis lost
+// (a restart) never comes back to the one a reader remembers.
+func TestConversationListKnownByVersion(t *testing.T) {
+	t.Parallel()
+	eachTopology(t, func(t *testing.T, e *env) {
+		read := func(known cache.ConversationList, trips int64) cache.ConversationList {
+			t.Helper()
+			e.trips.Take()
+			l, states, err := e.cache.GetConversationListWithStates(e.ctx, "eve", known)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.roundTrips(t, "GetConversationListWithStates", trips)
+			if len(known.IDs) > 0 && (len(states.Conversations) != 1 || len(states.Conversations[0]) != len(known.IDs)) {
+				t.Fatalf("states %+v for %d known conversations", states, len(known.IDs))
+			}
+			slices.Sort(l.IDs)
+			return l
+		}
+		if err := e.cache.AddToConversationLists(e.ctx, map[string][]string{"eve": {"si_bob_eve"}}, 10); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.cache.FillConversationList(e.ctx, "eve", read(cache.ConversationList{}, 1).Version, []string{"si_bob_eve"}); err != nil {
+			t.Fatal(err)
+		}
+		known := read(cache.ConversationList{}, 1)
+		if !known.Cached || known.Version == "" || !slices.Equal(known.IDs, []string{"si_bob_eve"}) {
+			t.Fatalf("filled list: %+v", known)
+		}
+		if got := read(known, 1); !got.Cached || got.Version != known.Version || !slices.Equal(got.IDs, known.IDs) {
+			t.Fatalf("unchanged list read by version: %+v, want %+v", got, known)
+		}
+		e.trips.Take()
+		if _, _, err := e.cache.GetConversationListWithStates(e.ctx, "eve", known); err != nil {
+			t.Fatal(err)
+		}
+		if n := testenv.Matching(e.trips.Take(), "smembers"); n != 0 {
+			t.Errorf("an unchanged known list was read again (%d SMEMBERS)", n)
+		}
+
+		if err := e.cache.AddToConversationLists(e.ctx, map[string][]string{"eve": {"sg_club"}}, 10); err != nil {
+			t.Fatal(err)
+		}
+		changed := read(known, 2)
+		if !slices.Equal(changed.IDs, []string{"sg_club", "si_bob_eve"}) || changed.Version == known.Version {
+			t.Fatalf("after a change: %+v (known at version %s)", changed, known.Version)
+		}
+
+		// Redis loses the keys, a change comes: the new version is not the remembered one.
+		for _, key := range []string{"t:{u:eve}:convs", "t:{u:eve}:convsv"} {
+			if err := e.rdb.Del(e.ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.cache.RemoveFromConversationLists(e.ctx, "sg_club", []string{"eve"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(changed, 2); got.Version == changed.Version || got.Version == known.Version || got.Cached {
+			t.Fatalf("after the keys were lost and a change: %+v (remembered versions %s, %s)", got, known.Version, changed.Version)
+		}
+	})
 }

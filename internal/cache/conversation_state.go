@@ -69,7 +69,7 @@ const (
 )
 
 // raiseSeqState raises a conversation's seq state: ARGV[1] the TTL, ARGV[2] a chunks version
-// to take when the state has none (see newChunksVersion), then pairs of a field's position and
+// to take when the state has none (see randomVersion), then pairs of a field's position and
 // a value, each set unless the field already holds a larger one.
 var raiseSeqState = redis.NewScript(seqStateLua + `
 local f = readSeqState(KEYS[1])

@@ -172,7 +172,7 @@ func (c *Cache) RaiseStates(ctx context.Context, convs []ConversationRaise, user
 	ttl := ms(c.opts.StateTTL)
 	pipe := c.rdb.Pipeline()
 	for _, r := range convs {
-		args := []any{ttl, newChunksVersion()}
+		args := []any{ttl, randomVersion()}
 		if r.MaxSeq != nil {
 			args = append(args, seqStateMax, *r.MaxSeq)
 		}

@@ -14,14 +14,14 @@ import (
 const MaxConversationsPerUser = 10000
 
 // UserConversations returns userID's conversations that hold messages, with their state,
-// newest activity first (ties by conversation ID). One Redis round trip reads the list and the
-// states of the conversations it held when this instance last read it (lastLists), which is
-// all a list that has not changed needs; a changed list costs a second round trip for its
-// states. On a miss the list is one MongoDB query, then a fill; a Redis failure is logged and
-// served from MongoDB.
+// newest activity first (ties by conversation ID). One Redis round trip reads the list (or,
+// when this instance read it before, only its version: lastLists) and the states of the
+// conversations it held when this instance last read it, which is all a list that has not
+// changed needs; a changed list costs more round trips. On a miss the list is one MongoDB
+// query, then a fill; a Redis failure is logged and served from MongoDB.
 func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]im.SeqState, error) {
-	guess := l.lastLists.get(userID)
-	cached, guessed, cacheErr := l.cache.GetConversationListWithStates(ctx, userID, guess)
+	known := l.lastLists.get(userID)
+	cached, guessed, cacheErr := l.cache.GetConversationListWithStates(ctx, userID, known)
 	ids, err := l.listFrom(ctx, userID, cached, cacheErr)
 	if err != nil {
 		return nil, err
@@ -31,8 +31,8 @@ func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]im.Seq
 	switch {
 	case cacheErr != nil: // Redis is failing: the states come from MongoDB, as the list did
 		states, _, err = l.statesFromCache(ctx, query, false, cache.States{}, cacheErr)
-	case guess != nil && sameMembers(ids, guess):
-		query[0].ConversationIDs = guess // the states read are aligned with the guess
+	case known.IDs != nil && sameMembers(ids, known.IDs):
+		query[0].ConversationIDs = known.IDs // the states read are aligned with the known list
 		states, _, err = l.statesFromCache(ctx, query, false, guessed, nil)
 	default:
 		states, _, err = l.statesMany(ctx, query, false)
@@ -40,7 +40,13 @@ func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]im.Seq
 	if err != nil {
 		return nil, err
 	}
-	l.lastLists.remember(userID, ids)
+	// The list read from MongoDB after a miss is the list at the version seen before the read,
+	// as every change moves the version after MongoDB has it.
+	version := ""
+	if cacheErr == nil {
+		version = cached.Version
+	}
+	l.lastLists.remember(userID, ids, version)
 	return im.ByActivity(states[0]), nil
 }
 

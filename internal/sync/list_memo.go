@@ -3,6 +3,8 @@ package sync
 import (
 	"slices"
 	gosync "sync"
+
+	"github.com/msggate/msggate/internal/cache"
 )
 
 // Bounds of listMemo: users remembered, and conversations a remembered list may hold. A
@@ -12,21 +14,26 @@ const (
 	listMemoMaxIDs = 256
 )
 
-// listMemo remembers, per user, the conversation list this instance read last. It is only a
-// guess at which states to read along with the list (UserConversations): the list read
-// from Redis decides, so a stale entry costs a second round trip, never a wrong answer.
+// listMemo remembers, per user, the conversation list this instance read last and the list's
+// version then. While Redis holds that version, the list is the one remembered (the version
+// moves before any change of the list is acknowledged, see cache.GetConversationListWithStates),
+// so a read asks Redis for the version instead of the whole list. Without a version it is only
+// a guess at which states to read along with the list: the list read from Redis decides, so a
+// stale entry costs a second round trip, never a wrong answer.
 type listMemo struct {
 	mu    gosync.Mutex
-	lists map[string][]string
+	lists map[string]cache.ConversationList
 }
 
-func (m *listMemo) get(userID string) []string {
+func (m *listMemo) get(userID string) cache.ConversationList {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.lists[userID]
 }
 
-func (m *listMemo) remember(userID string, ids []string) {
+// remember keeps the list as read, in the order read (so that the next read's comparison is
+// the fast one), with its version ("" when unknown).
+func (m *listMemo) remember(userID string, ids []string, version string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(ids) == 0 || len(ids) > listMemoMaxIDs {
@@ -34,10 +41,10 @@ func (m *listMemo) remember(userID string, ids []string) {
 		return
 	}
 	if m.lists == nil {
-		m.lists = make(map[string][]string)
+		m.lists = make(map[string]cache.ConversationList)
 	}
 	old, ok := m.lists[userID]
-	if ok && slices.Equal(old, ids) {
+	if ok && old.Version == version && slices.Equal(old.IDs, ids) {
 		return // the list read was the one remembered
 	}
 	if !ok && len(m.lists) >= listMemoUsers {
@@ -46,7 +53,7 @@ func (m *listMemo) remember(userID string, ids []string) {
 			break
 		}
 	}
-	m.lists[userID] = append([]string(nil), ids...)
+	m.lists[userID] = cache.ConversationList{IDs: append([]string(nil), ids...), Cached: true, Version: version}
 }
 
 // sameMembers reports whether a and b hold the same IDs, in any order (each without

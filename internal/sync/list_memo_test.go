@@ -27,23 +27,23 @@ func TestSameMembers(t *testing.T) {
 func TestListMemoBounds(t *testing.T) {
 	var m listMemo
 	for i := range listMemoUsers + 10 {
-		m.remember(fmt.Sprint("u", i), []string{"c"})
+		m.remember(fmt.Sprint("u", i), []string{"c"}, "7")
 	}
 	if n := len(m.lists); n != listMemoUsers {
 		t.Errorf("%d users remembered, want at most %d", n, listMemoUsers)
 	}
 	last := fmt.Sprint("u", listMemoUsers+9)
-	if got := m.get(last); len(got) != 1 {
-		t.Errorf("the newest user's list is %v", got)
+	if got := m.get(last); len(got.IDs) != 1 || got.Version != "7" {
+		t.Errorf("the newest user's list is %+v", got)
 	}
-	m.remember(last, make([]string, listMemoMaxIDs+1))
-	if got := m.get(last); got != nil {
+	m.remember(last, make([]string, listMemoMaxIDs+1), "8")
+	if got := m.get(last); got.IDs != nil || got.Version != "" {
 		t.Errorf("a list of %d IDs was kept", listMemoMaxIDs+1)
 	}
 	ids := []string{"a", "b"}
-	m.remember("copy", ids)
+	m.remember("copy", ids, "")
 	ids[0] = "changed"
-	if got := m.get("copy"); got[0] != "a" {
+	if got := m.get("copy"); got.IDs[0] != "a" {
 		t.Errorf("the memo shares the caller's slice: %v", got)
 	}
 }
