@@ -1,6 +1,10 @@
 package auth
 
-import "context"
+import (
+	"context"
+	"sync"
+	"time"
+)
 
 // Authenticator turns the token a client presents into the viewer it belongs to. Every
 // refusal is EUNAUTHENTICATED; a failure to check (a store that does not answer) carries its
@@ -9,13 +13,70 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, token string) (Viewer, error)
 }
 
-// HS256 authenticates msggate's own tokens, signed with the secret it holds (see Verify). It
-// reads no store.
-type HS256 []byte
+// HS256 authenticates msggate's own tokens, signed with secret (see Verify). It reads no store.
+// Nothing but the secret and the clock decides such a token's answer, so a token it accepted is
+// remembered until its expiry (verifiedTokens): a client's every request does not pay again
+// for the HMAC and the claims' JSON.
+func HS256(secret []byte) Authenticator {
+	return &hs256{secret: secret, verified: verifiedTokens{max: maxVerifiedTokens}}
+}
 
-// Authenticate verifies token (Verify).
-func (secret HS256) Authenticate(_ context.Context, token string) (Viewer, error) {
-	return Verify(secret, token)
+type hs256 struct {
+	secret   []byte
+	verified verifiedTokens
+}
+
+// Authenticate answers a remembered token from memory and verifies any other (Verify).
+func (a *hs256) Authenticate(_ context.Context, token string) (Viewer, error) {
+	now := time.Now()
+	if v, ok := a.verified.get(token, now); ok {
+		return v, nil
+	}
+	v, err := Verify(a.secret, token)
+	if err == nil {
+		a.verified.add(token, v, now)
+	}
+	return v, err
+}
+
+// maxVerifiedTokens bounds the tokens one HS256 remembers: about 5 MB of tokens.
+const maxVerifiedTokens = 16384
+
+// verifiedTokens remembers accepted tokens' viewers until the tokens expire. When full, an
+// arbitrary token makes room (expired ones too, in time): a forgotten token is only verified
+// again.
+type verifiedTokens struct {
+	mu     sync.RWMutex
+	max    int
+	tokens map[string]Viewer
+}
+
+func (t *verifiedTokens) get(token string, now time.Time) (Viewer, bool) {
+	t.mu.RLock()
+	v, ok := t.tokens[token]
+	t.mu.RUnlock()
+	if !ok || !now.Before(v.Expires) {
+		return Viewer{}, false // an expired token is verified again, and refused
+	}
+	return v, true
+}
+
+func (t *verifiedTokens) add(token string, v Viewer, now time.Time) {
+	if !now.Before(v.Expires) {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.tokens == nil {
+		t.tokens = make(map[string]Viewer)
+	}
+	for old := range t.tokens {
+		if len(t.tokens) < t.max {
+			break
+		}
+		delete(t.tokens, old)
+	}
+	t.tokens[token] = v
 }
 
 // TokenVerifier checks a token issued by another system and returns its user ID (the OpenIM
