@@ -301,7 +301,7 @@ const hexDigits = "0123456789abcdef"
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); {
+	for i := plainPrefix(s); i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -337,4 +337,25 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// plainPrefix returns the length of s's leading run of bytes that JSON writes as they are
+// (printable ASCII other than '"' and '\\'), looked at eight bytes a step: a message's text is
+// mostly such a run.
+func plainPrefix(s string) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		quote, backslash := x^(ones*'"'), x^(ones*'\\')
+		// A byte is flagged when it is at least 0x80, below 0x20 (a borrow can only flag bytes
+		// above one already flagged), or zero after the XOR with '"' or '\\' (the classic
+		// "has a zero byte" test).
+		special := x | (x - ones*0x20) | ((quote - ones) &^ quote) | ((backslash - ones) &^ backslash)
+		if special&highs != 0 {
+			break
+		}
+	}
+	return i
 }

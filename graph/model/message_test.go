@@ -26,3 +26,28 @@ func TestAppendStringIsValidJSON(t *testing.T) {
 		}
 	}
 }
+
+// Ensure the eight-bytes-a-step scan stops at every byte that needs escaping or decoding,
+// wherever it falls in a step: each byte value at each offset of a longer plain text is
+// written as encoding/json reads it back.
+func TestAppendStringLongText(t *testing.T) {
+	plain := "the quick brown fox jumps over"
+	for at := 0; at < 17; at++ {
+		for c := 0; c < 256; c++ {
+			s := plain[:at] + string([]byte{byte(c)}) + plain[at:]
+			b := appendString(nil, s)
+			var back, wantBack string
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatalf("byte %#x at %d: invalid JSON %s", c, at, b)
+			}
+			want, _ := json.Marshal(s)
+			_ = json.Unmarshal(want, &wantBack)
+			if back != wantBack {
+				t.Fatalf("byte %#x at %d: reads back as %q, want %q", c, at, back, wantBack)
+			}
+		}
+	}
+	if n := plainPrefix(plain); n != 24 {
+		t.Errorf("plainPrefix of %d plain bytes = %d, want the 24 of its whole steps", len(plain), n)
+	}
+}
