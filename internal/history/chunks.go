@@ -72,17 +72,5 @@ func (c *Chunks) Remembered(refs []ChunkRef) ([]*im.Chunk, bool) {
 	if c.Memory == nil {
 		return nil, false
 	}
-	out := make([]*im.Chunk, len(refs))
-	for i, ref := range refs {
-		if ref.Version == "" {
-			return nil, false
-		}
-		if out[i] = c.Memory.Peek(ref.DocID, ref.Version); out[i] == nil {
-			return nil, false
-		}
-	}
-	for _, ref := range refs {
-		c.Memory.Get(ref.DocID, ref.Version) // counts the hits and refreshes their recency
-	}
-	return out, true
+	return c.Memory.GetAll(refs)
 }

@@ -46,7 +46,7 @@ func TestChunksMemoryInFront(t *testing.T) {
 	if len(calls) != 1 || !slices.Equal(calls[0], []string{"si_a_b:1", "si_a_b:9", "si_a_b:2"}) {
 		t.Fatalf("store calls %v, want the three misses in one", calls)
 	}
-	if m.Peek("si_a_b:1", "7") != got[1] || m.Peek("si_a_b:2", "") != nil || m.Stats().Chunks != 2 {
+	if peek(m, "si_a_b:1", "7") != got[1] || peek(m, "si_a_b:2", "") != nil || m.Stats().Chunks != 2 {
 		t.Fatalf("kept %+v: want what was read under a version, and only that", m.Stats())
 	}
 	if _, all := c.Remembered([]ChunkRef{{"si_a_b:0", "7"}, {"si_a_b:1", "7"}}); !all {
