@@ -1,6 +1,10 @@
 package im
 
-import "sort"
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
 
 // SeqState is one user's seq state in one conversation: what unread counts, the visible window
 // and the history page arithmetic are computed from, whichever store it was read from.
@@ -45,11 +49,11 @@ func ByActivity(all []SeqState) []SeqState {
 			states = append(states, st)
 		}
 	}
-	sort.Slice(states, func(i, j int) bool {
-		if states[i].LastTime != states[j].LastTime {
-			return states[i].LastTime > states[j].LastTime
+	slices.SortFunc(states, func(a, b SeqState) int {
+		if c := cmp.Compare(b.LastTime, a.LastTime); c != 0 {
+			return c
 		}
-		return states[i].ConversationID < states[j].ConversationID
+		return strings.Compare(a.ConversationID, b.ConversationID)
 	})
 	return states
 }
