@@ -22,7 +22,7 @@ func authorize(ctx context.Context, conversationID string) (auth.Viewer, im.Conv
 	if err != nil {
 		return auth.Viewer{}, im.Conversation{}, err
 	}
-	member, err := l.access.Load(ctx, conversationID)
+	member, err := l.accessLoader().Load(ctx, conversationID)
 	if err != nil {
 		return auth.Viewer{}, im.Conversation{}, err
 	}

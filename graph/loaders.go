@@ -22,9 +22,14 @@ import (
 // conversations and seqs the request touches. They live for one request only, so their
 // memoised answers never go stale and one caller's context never leaks into another's batch.
 type Loaders struct {
-	chunks *requestLoader[history.ChunkRef, *im.Chunk]
-	states *requestLoader[string, im.SeqState]
-	access *requestLoader[string, bool]
+	// The three kinds' loaders, each made on its first use (chunkLoader, stateLoader,
+	// accessLoader): a page that needs none of them, like the conversation list, does not pay
+	// for making them.
+	opts                            LoaderOptions
+	chunksOnce, statesOnce, accOnce gosync.Once
+	chunks                          *requestLoader[history.ChunkRef, *im.Chunk]
+	states                          *requestLoader[string, im.SeqState]
+	access                          *requestLoader[string, bool]
 
 	// convs answers for the conversations: their ID rules, and the viewer's conversation list
 	// with states, read at most once per request however many fields (totalUnread,
@@ -82,7 +87,7 @@ func (l *Loaders) LoadChunks(ctx context.Context, refs []history.ChunkRef) ([]*i
 	if chunks, all := l.source.Remembered(refs); all {
 		return chunks, nil
 	}
-	return l.chunks.LoadMany(ctx, refs)
+	return l.chunkLoader().LoadMany(ctx, refs)
 }
 
 // Remembered is the source's: the loaders keep nothing beyond the request's batches.
@@ -95,13 +100,14 @@ func (l *Loaders) Remembered(refs []history.ChunkRef) ([]*im.Chunk, bool) {
 func (l *Loaders) LoadState(ctx context.Context, conversationID string) (im.SeqState, error) {
 	// A state the request wrote (Replace) or read on its own comes first: it is at least as
 	// new as the list's.
-	if thunk, ok := l.states.cache.Get(ctx, conversationID); ok {
+	states := l.stateLoader()
+	if thunk, ok := states.cache.Get(ctx, conversationID); ok {
 		return thunk()
 	}
 	if st, ok := l.listed(conversationID); ok {
 		return st, nil
 	}
-	return l.states.Load(ctx, conversationID)
+	return states.Load(ctx, conversationID)
 }
 
 // LoaderOptions tunes the loaders. The zero value is usable.
@@ -131,21 +137,32 @@ func (o LoaderOptions) withDefaults() LoaderOptions {
 
 // NewLoaders builds the loaders for one request of viewer.
 func NewLoaders(chunks history.ChunkSource, convs ConversationSource, viewer string, o LoaderOptions) *Loaders {
-	o = o.withDefaults()
-	return &Loaders{
-		source: chunks,
-		convs:  convs,
-		viewer: viewer,
-		chunks: newRequestLoader(o, "chunks", func(ctx context.Context, refs []history.ChunkRef) ([]*im.Chunk, error) {
-			return chunks.LoadChunks(ctx, refs)
-		}),
-		states: newRequestLoader(o, "states", func(ctx context.Context, ids []string) ([]im.SeqState, error) {
-			return convs.States(ctx, viewer, ids)
-		}),
-		access: newRequestLoader(o, "access", func(ctx context.Context, ids []string) ([]bool, error) {
-			return convs.CanRead(ctx, viewer, ids)
-		}),
-	}
+	return &Loaders{source: chunks, convs: convs, viewer: viewer, opts: o.withDefaults()}
+}
+
+func (l *Loaders) chunkLoader() *requestLoader[history.ChunkRef, *im.Chunk] {
+	l.chunksOnce.Do(func() {
+		l.chunks = newRequestLoader(l.opts, "chunks", l.source.LoadChunks)
+	})
+	return l.chunks
+}
+
+func (l *Loaders) stateLoader() *requestLoader[string, im.SeqState] {
+	l.statesOnce.Do(func() {
+		l.states = newRequestLoader(l.opts, "states", func(ctx context.Context, ids []string) ([]im.SeqState, error) {
+			return l.convs.States(ctx, l.viewer, ids)
+		})
+	})
+	return l.states
+}
+
+func (l *Loaders) accessLoader() *requestLoader[string, bool] {
+	l.accOnce.Do(func() {
+		l.access = newRequestLoader(l.opts, "access", func(ctx context.Context, ids []string) ([]bool, error) {
+			return l.convs.CanRead(ctx, l.viewer, ids)
+		})
+	})
+	return l.access
 }
 
 type loadersKey struct{}

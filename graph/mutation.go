@@ -75,7 +75,7 @@ func (r *Resolver) clearConversation(ctx context.Context, conversationID string,
 	if err != nil {
 		return nil, err
 	}
-	loadersFrom(ctx).states.Replace(ctx, conv.ID, st)
+	loadersFrom(ctx).stateLoader().Replace(ctx, conv.ID, st)
 	return &model.Conversation{ID: conv.ID}, nil
 }
 

@@ -92,6 +92,6 @@ func (r *Resolver) markConversationRead(ctx context.Context, conversationID stri
 	if err != nil {
 		return nil, err
 	}
-	loadersFrom(ctx).states.Replace(ctx, conv.ID, st)
+	loadersFrom(ctx).stateLoader().Replace(ctx, conv.ID, st)
 	return &model.Conversation{ID: conv.ID}, nil
 }

@@ -35,7 +35,7 @@ func (r *Resolver) syncState(ctx context.Context, first *int, after *string) (*m
 		}
 		out.Token, list = sum.Token.String(), sum.Conversations
 		for _, st := range list {
-			l.states.Prime(ctx, st.ConversationID, st)
+			l.stateLoader().Prime(ctx, st.ConversationID, st)
 		}
 	} else if list, err = l.viewerConversations(ctx); err != nil {
 		return nil, err
