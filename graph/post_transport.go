@@ -134,12 +134,6 @@ var responseBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); 
 func writeResponse(w io.Writer, r *graphql.Response) {
 	p := responseBuffers.Get().(*[]byte)
 	b := slices.Grow((*p)[:0], len(r.Data)+128)
-	defer func() {
-		if cap(b) <= 1<<20 { // a huge answer's buffer is not kept
-			*p = b[:0]
-			responseBuffers.Put(p)
-		}
-	}()
 	b = append(b, '{')
 	field := func(name string, v any) bool {
 		enc, err := json.Marshal(v)
@@ -183,4 +177,8 @@ func writeResponse(w io.Writer, r *graphql.Response) {
 	}
 	b[len(b)-1] = '}'
 	_, _ = w.Write(b)
+	if cap(b) <= 1<<20 { // a huge answer's buffer is not kept
+		*p = b[:0]
+		responseBuffers.Put(p)
+	}
 }
