@@ -16,9 +16,8 @@ func (c *Cache) readStateKey(userID string) string {
 	return c.opts.Prefix + "{u:" + userID + "}:readstate"
 }
 
-// parseReadState reads one stored read state; anything else is a miss.
-func parseReadState(v any) UserState {
-	value, _ := v.(string)
+// parseReadState reads one stored read state; anything else ("" for none) is a miss.
+func parseReadState(value string) UserState {
 	read, minSeq, ok := strings.Cut(value, ",")
 	if !ok {
 		return UserState{}

@@ -70,9 +70,9 @@ func (c *Cache) GetStatesMany(ctx context.Context, queries []StateQuery, withHea
 type statesRead struct {
 	queries  []StateQuery
 	headCmds []*redis.Cmd
-	convMGet *redis.SliceCmd
+	convMGet *redis.StringSliceCmd
 	convGets []*redis.StringCmd
-	userCmds []*redis.SliceCmd
+	userCmds []*redis.StringSliceCmd
 }
 
 // queueStates queues the commands GetStatesMany sends on pipe.
@@ -96,15 +96,32 @@ func (c *Cache) queueStates(ctx context.Context, pipe redis.Pipeliner, queries [
 			r.convGets[i] = pipe.Get(ctx, key)
 		}
 	} else if len(keys) > 0 {
-		r.convMGet = pipe.MGet(ctx, keys...)
+		r.convMGet = queueStrings(ctx, pipe, "mget", "", keys)
 	}
-	r.userCmds = make([]*redis.SliceCmd, len(queries))
+	r.userCmds = make([]*redis.StringSliceCmd, len(queries))
 	for qi, q := range queries {
 		if q.UserID != "" && len(q.ConversationIDs) > 0 {
-			r.userCmds[qi] = pipe.HMGet(ctx, c.readStateKey(q.UserID), q.ConversationIDs...)
+			r.userCmds[qi] = queueStrings(ctx, pipe, "hmget", c.readStateKey(q.UserID), q.ConversationIDs)
 		}
 	}
 	return r
+}
+
+// queueStrings queues a command answering an array of strings (MGET, HMGET) so that its
+// values come back as strings, a missing one as "": go-redis's own MGet and HMGet answer each
+// value in an interface, an allocation per value. key, when not empty, goes before args.
+func queueStrings(ctx context.Context, pipe redis.Pipeliner, command, key string, args []string) *redis.StringSliceCmd {
+	all := make([]any, 0, len(args)+2)
+	all = append(all, command)
+	if key != "" {
+		all = append(all, key)
+	}
+	for _, a := range args {
+		all = append(all, a)
+	}
+	cmd := redis.NewStringSliceCmd(ctx, all...)
+	_ = pipe.Process(ctx, cmd) // queued: the pipeline's Exec sends it and reports its error
+	return cmd
 }
 
 // result parses what the queued commands answered.
@@ -120,7 +137,7 @@ func (r *statesRead) result() (States, error) {
 			res.Heads[i] = p.Head
 		}
 	}
-	var mget []any
+	var mget []string
 	if r.convMGet != nil {
 		mget, _ = r.convMGet.Result() // a failed read leaves every state a miss
 	}
@@ -133,7 +150,7 @@ func (r *statesRead) result() (States, error) {
 			if r.convGets != nil {
 				value, _ = r.convGets[next+i].Result()
 			} else if next+i < len(mget) {
-				value, _ = mget[next+i].(string)
+				value = mget[next+i]
 			}
 			res.Conversations[qi][i] = parseSeqState(value)
 		}
