@@ -33,6 +33,9 @@ type Resolver struct {
 	// Ingester is the write path; nil makes every mutation answer READ_ONLY.
 	Ingester *ingest.Ingester
 	// Hub serves subscriptions; nil switches them off.
-	Hub    *imsync.Hub
-	Logger *slog.Logger
+	Hub *imsync.Hub
+	// RenderedNodes remembers the conversation list's rendered nodes; nil renders every node
+	// every time.
+	RenderedNodes *RenderedNodes
+	Logger        *slog.Logger
 }

@@ -49,6 +49,8 @@ func totalUnread(ctx context.Context) (int64, error) {
 // writes its own JSON (model.ConversationConnection), so every field its nodes select is
 // resolved here, for all nodes at once: the states come with the list, the last messages in
 // one read, each history field's pages side by side so that their chunk reads share a batch.
+// A node the instance rendered before from the same state is written from memory
+// (RenderedNodes) and needs none of that.
 func (r *Resolver) conversationPage(ctx context.Context, first *int, after *string) (*model.ConversationConnection, error) {
 	n, err := im.PageSize("first", first, defaultConversationPage, maxConversationPage)
 	if err != nil {
@@ -66,7 +68,29 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 	p := pageOf(list, n, cursor)
 	out := &model.ConversationConnection{Nodes: p.nodes, Resolved: make([]model.ConversationNode, len(p.states)),
 		PageInfo: &model.PageInfo{EndCursor: p.endCursor, HasNextPage: p.hasMore}}
+	sel := nodeFieldsSelected(ctx)
+	if r.RenderedNodes != nil && sel.shape != nil {
+		out.RenderedFor = sel.shape
+		viewer, states := l.viewer, p.states
+		out.Remember = func(i int, json []byte) { r.RenderedNodes.Put(viewer, sel.shape, states[i], json) }
+	}
+	// The nodes to resolve: those not written from memory (all of them, most often).
+	toResolve := p.states
+	var at []int // toResolve[k] is node at[k]; nil: node k
 	for i, st := range p.states {
+		if json := r.RenderedNodes.Get(l.viewer, out.RenderedFor, st); json != nil {
+			out.Resolved[i].Rendered = json
+			if at == nil {
+				at, toResolve = make([]int, 0, len(p.states)), make([]im.SeqState, 0, len(p.states))
+				for k := range i {
+					at, toResolve = append(at, k), append(toResolve, p.states[k])
+				}
+			}
+			continue
+		}
+		if at != nil {
+			at, toResolve = append(at, i), append(toResolve, st)
+		}
 		conv, err := l.convs.ParseConversationID(st.ConversationID)
 		if err != nil {
 			return nil, err
@@ -74,28 +98,34 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 		out.Resolved[i] = model.ConversationNode{ID: st.ConversationID, Kind: kindOf(conv.Kind), MaxSeq: st.MaxSeq,
 			MinSeq: st.VisibleMin(), ReadSeq: st.ReadSeq, UnreadCount: st.Unread()}
 	}
-	lastMessage, histories := nodeFieldsSelected(ctx)
-	if len(p.states) == 0 || !lastMessage && len(histories) == 0 {
+	if len(toResolve) == 0 || !sel.lastMessage && len(sel.histories) == 0 {
 		return out, nil
+	}
+	nodeOf := func(k int) *model.ConversationNode {
+		if at != nil {
+			return &out.Resolved[at[k]]
+		}
+		return &out.Resolved[k]
 	}
 	h, err := r.historyOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if lastMessage {
-		views, err := h.LastMessages(ctx, p.states)
+	if sel.lastMessage {
+		views, err := h.LastMessages(ctx, toResolve)
 		msgs, vals := make([]model.Message, len(views)), make([]messageValues, len(views))
-		for i := range out.Resolved {
+		for k := range toResolve {
 			switch {
 			case err != nil:
-				out.Resolved[i].LastMessageErr = err
-			case views[i] != nil:
-				fillMessage(&msgs[i], &vals[i], *views[i])
-				out.Resolved[i].LastMessage = &msgs[i]
+				nodeOf(k).LastMessageErr = err
+			case views[k] != nil:
+				fillMessage(&msgs[k], &vals[k], *views[k])
+				nodeOf(k).LastMessage = &msgs[k]
 			}
 		}
 	}
-	for _, f := range histories {
+	for _, f := range sel.histories {
+		// History is never remembered (rememberedFields): every node was resolved.
 		if err := historiesOf(ctx, h, f, out.Resolved); err != nil {
 			return nil, err
 		}
@@ -103,25 +133,41 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 	return out, nil
 }
 
-// nodeFieldsSelected tells which of the page's node fields need reads: whether lastMessage is
-// selected, and each history field.
-func nodeFieldsSelected(ctx context.Context) (lastMessage bool, histories []graphql.CollectedField) {
+// nodeSelection is what a conversation page's query selects of its nodes.
+type nodeSelection struct {
+	lastMessage bool
+	histories   []graphql.CollectedField
+	// shape keys the nodes' rendering in RenderedNodes (shapeOf); nil when the page asks for
+	// nodes more than once (under aliases) or in a way that cannot be remembered.
+	shape *ast.Field
+}
+
+// nodeFieldsSelected tells which of the page's node fields need reads (lastMessage, each
+// history field) and whether the nodes' rendering can be remembered.
+func nodeFieldsSelected(ctx context.Context) nodeSelection {
 	fc := graphql.GetFieldContext(ctx)
 	oc := graphql.GetOperationContext(ctx)
+	var sel nodeSelection
+	asked := 0
 	for _, f := range graphql.CollectFields(oc, fc.Field.Selections, []string{"ConversationConnection"}) {
 		if f.Name != "nodes" {
 			continue
 		}
+		if asked++; asked == 1 {
+			sel.shape = shapeOf(f)
+		} else {
+			sel.shape = nil
+		}
 		for _, nf := range graphql.CollectFields(oc, f.Selections, []string{"Conversation"}) {
 			switch nf.Name {
 			case "lastMessage":
-				lastMessage = true
+				sel.lastMessage = true
 			case "history":
-				histories = append(histories, nf)
+				sel.histories = append(sel.histories, nf)
 			}
 		}
 	}
-	return lastMessage, histories
+	return sel
 }
 
 // historiesOf reads the history field f of every node. The nodes' pages are read side by side

@@ -24,6 +24,11 @@ type ConversationConnection struct {
 	Nodes    []*Conversation
 	PageInfo *PageInfo
 	Resolved []ConversationNode
+	// RenderedFor is the nodes field whose rendering Resolved's Rendered nodes are, and
+	// Remember, when set, is given each node of that field rendered here, by its index, with
+	// no error (the resolver keeps them: graph's RenderedNodes). Nil: none.
+	RenderedFor *ast.Field
+	Remember    func(i int, json []byte)
 }
 
 // ConversationNode is one conversation of a page, with the fields the query selected resolved.
@@ -39,6 +44,9 @@ type ConversationNode struct {
 	// Histories are the node's history pages, one for each history field the query selected
 	// (aliases may ask several), by that field.
 	Histories map[*ast.Field]*History
+	// Rendered, when set, is the node's JSON for the connection's RenderedFor field, from an
+	// earlier request; the other fields are then unset.
+	Rendered []byte
 }
 
 var (
@@ -88,12 +96,21 @@ func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *
 			innerOf[nf.Alias] = graphql.CollectFields(oc, nf.Selections, historyTypes)
 		}
 	}
+	remembered := c.RenderedFor != nil && f.Field == c.RenderedFor
 	b = append(b, '[')
 	for j := range c.Resolved {
 		if j > 0 {
 			b = append(b, ',')
 		}
 		n := &c.Resolved[j]
+		if remembered && n.Rendered != nil {
+			b = append(b, n.Rendered...)
+			continue
+		}
+		if n.Rendered != nil {
+			return nil, unknownField("Conversation", "nodes (rendered for another selection)")
+		}
+		start := len(b)
 		var err error
 		b, err = appendObject(b, fields, func(b []byte, nf graphql.CollectedField) ([]byte, error) {
 			switch nf.Name {
@@ -134,6 +151,9 @@ func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *
 		})
 		if err != nil {
 			return nil, err
+		}
+		if remembered && c.Remember != nil && n.LastMessageErr == nil {
+			c.Remember(j, b[start:])
 		}
 	}
 	return append(b, ']'), nil

@@ -99,6 +99,10 @@ type Config struct {
 	// ChunkMemory bounds the decoded chunks each instance keeps in process, in bytes; default
 	// history.DefaultChunkMemoryBytes, negative switches it off (every read goes to Redis).
 	ChunkMemory int64
+	// RenderedNodes is how many conversation list nodes each instance keeps rendered, written
+	// again while the viewer's state in the conversation is unchanged; default
+	// graph.DefaultRenderedNodes, negative switches it off.
+	RenderedNodes int
 
 	// Sync: the per-user event log and live subscriptions.
 	EventLogMaxLen int64         // events kept per user; default cache.DefaultEventLogMaxLen
@@ -158,6 +162,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.Handler.ConnectionRate, "ws-accept-rate", graph.DefaultConnectionRate, "new WebSocket connections a second this instance accepts; more are closed with 1013 and a retry hint; negative: no limit")
 	fs.IntVar(&c.Handler.ConnectionBurst, "ws-accept-burst", graph.DefaultConnectionBurst, "new WebSocket connections accepted at once after a quiet spell")
 	fs.Int64Var(&c.ChunkMemory, "chunk-memory", history.DefaultChunkMemoryBytes, "bytes of decoded chunks kept in process, served while their conversation's chunks version in Redis is unchanged; negative: off")
+	fs.IntVar(&c.RenderedNodes, "rendered-nodes", graph.DefaultRenderedNodes, "conversation list nodes kept rendered in process (each at most 2 KiB), written again while the viewer's state in the conversation is unchanged; negative: off")
 	fs.Int64Var(&c.EventLogMaxLen, "event-log-len", cache.DefaultEventLogMaxLen, "events kept in each user's sync log; an older sync token answers tooLong")
 	fs.DurationVar(&c.EventLogMaxAge, "event-log-age", cache.DefaultEventLogMaxAge, "how long events stay in the sync log")
 	fs.DurationVar(&c.Handler.KeepAlive, "ws-keepalive", graph.DefaultKeepAlive, "WebSocket keepalive ping interval")

@@ -60,23 +60,30 @@ func TestViewerConversations(t *testing.T) {
 
 // Ensure a page of 100 conversations with last messages and unread counts costs, on a warm
 // cache, one Redis round trip for the conversation list with its seq and read state (the
-// instance remembers the list it read and asks only for its version), one for chunks (none when the instance holds them in memory under the versions the state read
-// names: an in-process hit costs no round trip), and no MongoDB query.
+// instance remembers the list it read and asks only for its version), one for chunks (none
+// when the instance holds them in memory under the versions the state read names, or holds
+// the nodes rendered from the same states: an in-process hit costs no round trip), and no
+// MongoDB query.
 func TestViewerConversationsPageIsBatched(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		chunkMemory int64
-		chunkTrips  int
-	}{{"chunk memory off", -1, 1}, {"chunk memory on", 0, 0}} {
+		name                       string
+		chunkMemory, renderedNodes int
+		chunkTrips                 int
+	}{
+		{"chunk memory and rendered nodes off", -1, -1, 1},
+		{"chunk memory on", 0, -1, 0},
+		{"rendered nodes on", -1, 0, 0},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			testViewerConversationsPage(t, tc.chunkMemory, tc.chunkTrips)
+			testViewerConversationsPage(t, int64(tc.chunkMemory), tc.renderedNodes, tc.chunkTrips)
 		})
 	}
 }
 
-func testViewerConversationsPage(t *testing.T, chunkMemory int64, chunkTrips int) {
+func testViewerConversationsPage(t *testing.T, chunkMemory int64, renderedNodes, chunkTrips int) {
 	g := gatewaytest.StartWith(t, func(c *gateway.Config) {
 		c.ChunkMemory = chunkMemory
+		c.RenderedNodes = renderedNodes
 		// A hundred sibling resolvers under -race on a busy machine can lag each other by more
 		// than the harness's 20 ms: the batch is held open long enough for all of them, since
 		// what is counted is the batching, not the wait.

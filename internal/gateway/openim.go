@@ -102,11 +102,21 @@ func (g *Gateway) readPath() readPath {
 			Chunks:   &history.Chunks{Store: cached, Memory: g.ChunkMemory},
 			Ingester: g.Ingest,
 			Hub:      g.Hub,
-			Logger:   g.Logger,
+			// OpenIM's states carry no chunks version, so its nodes could not be remembered.
+			RenderedNodes: g.renderedNodes(),
+			Logger:        g.Logger,
 		},
 		authenticator: g.authenticator(),
 		checks:        []ops.Check{{Name: "mongodb", Ping: g.Store.Ping}, own},
 	}
+}
+
+// renderedNodes is the memory of rendered list nodes Config.RenderedNodes asks for; nil: off.
+func (g *Gateway) renderedNodes() *graph.RenderedNodes {
+	if g.Config.RenderedNodes < 0 {
+		return nil
+	}
+	return graph.NewRenderedNodes(g.Config.RenderedNodes)
 }
 
 // openIMQuotes is OpenIM's quote rewrite on the read path (see openim.ViewQuote): a quote
