@@ -1,7 +1,14 @@
 package graph
 
 import (
+	"context"
 	"math"
+
+	"github.com/99designs/gqlgen/complexity"
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/msggate/msggate/internal/im"
 )
@@ -80,4 +87,46 @@ func saturatingMul(a, b int) int {
 		return math.MaxInt
 	}
 	return a * b
+}
+
+// pricedOperations is gqlgen's complexity limit, with the complexity of each operation that
+// takes no variables kept by its query text: such an operation costs the same every time it
+// is sent, and a client that sends one query again and again (a list it refreshes) would
+// otherwise have it priced, field by field, on every request. An operation with variables is
+// priced each time, as its cost may follow them (first, limit, seqs).
+type pricedOperations struct {
+	*extension.ComplexityLimit
+	limit int
+	known graphql.Cache[int]
+}
+
+func newPricedOperations(limit int) pricedOperations {
+	return pricedOperations{
+		ComplexityLimit: extension.FixedComplexityLimit(limit, complexity.WithFixedScalarValue(0)),
+		limit:           limit,
+		known:           lru.New[int](1000),
+	}
+}
+
+// MutateOperationContext refuses an operation over the limit, as gqlgen's does. An operation
+// priced from memory gets no ComplexityStats (nothing in msggate reads them).
+func (p pricedOperations) MutateOperationContext(ctx context.Context, oc *graphql.OperationContext) *gqlerror.Error {
+	op := oc.Doc.Operations.ForName(oc.OperationName)
+	if op == nil || len(op.VariableDefinitions) > 0 || oc.RawQuery == "" {
+		return p.ComplexityLimit.MutateOperationContext(ctx, oc)
+	}
+	key := oc.RawQuery
+	if oc.OperationName != "" {
+		key = oc.OperationName + "\x00" + key
+	}
+	if cost, ok := p.known.Get(ctx, key); ok && cost <= p.limit {
+		return nil
+	}
+	if err := p.ComplexityLimit.MutateOperationContext(ctx, oc); err != nil {
+		return err
+	}
+	if s, ok := oc.Stats.GetExtension(p.ExtensionName()).(*extension.ComplexityStats); ok {
+		p.known.Add(ctx, key, s.Complexity)
+	}
+	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
@@ -139,7 +138,7 @@ func NewHandler(r *Resolver, o HandlerOptions) http.Handler {
 	}
 	srv.Use(shapeLimit{maxDepth: o.MaxDepth, maxAliases: o.MaxAliases, introspection: o.Introspection})
 	if o.MaxComplexity > 0 {
-		srv.Use(extension.FixedComplexityLimit(o.MaxComplexity, complexity.WithFixedScalarValue(0)))
+		srv.Use(newPricedOperations(o.MaxComplexity))
 	}
 	// Last of the checks before execution: the others cost nothing and refuse for good.
 	srv.Use(admissionCheck{store: o.StoreAdmission, cache: o.CacheAdmission, requests: o.StoreRequests, timeout: o.RequestTimeout, o: o})

@@ -399,3 +399,25 @@ func TestPersistedQueries(t *testing.T) {
 		t.Errorf("an anonymous request registered its query: %+v", r)
 	}
 }
+
+// Ensure the complexity limit holds however often a query is sent: one without variables
+// (priced once, then from memory) is refused every time it is over the limit and runs every
+// time it is within, and one with variables is priced by each request's values.
+func TestComplexityOfQueriesSentAgain(t *testing.T) {
+	g := gatewaytest.StartWith(t, func(c *gateway.Config) { c.Handler.MaxComplexity = 50 })
+	g.Send("bob", "alice", "", 1)
+	alice := g.Token("alice")
+	const over = `{ viewer { conversations(first: 100) { nodes { lastMessage { seq } } } } }`
+	const within = `{ viewer { conversations(first: 10) { nodes { lastMessage { seq } } } } }`
+	const byVariable = `query($n: Int) { viewer { conversations(first: $n) { nodes { lastMessage { seq } } } } }`
+	for round := range 3 {
+		refusedBy(t, g.Post(alice, over, nil), "complexity")
+		if r := g.Post(alice, within, nil); len(r.Errors) > 0 {
+			t.Fatalf("round %d, within the limit: %+v", round, r.Errors)
+		}
+		if r := g.Post(alice, byVariable, map[string]any{"n": 10}); len(r.Errors) > 0 {
+			t.Fatalf("round %d, within the limit by its variables: %+v", round, r.Errors)
+		}
+		refusedBy(t, g.Post(alice, byVariable, map[string]any{"n": 100}), "complexity")
+	}
+}
