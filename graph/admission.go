@@ -44,7 +44,8 @@ import (
 const DefaultRetryAfter = time.Second
 
 // Admitter tells whether a dependency would take one more operation with ctx's deadline now
-// (*admission.Limiter is one): nil, or a refusal carrying a retry hint (RetryHint).
+// (*admission.Limiter is one): nil, or a refusal carrying a retry hint (RetryHint). It answers
+// at once: it reads ctx's deadline and values but never waits for ctx to end.
 type Admitter interface {
 	Check(ctx context.Context) error
 }
@@ -153,8 +154,14 @@ func (a admissionCheck) InterceptOperation(ctx context.Context, next graphql.Ope
 	if !ok {
 		return next(ctx)
 	}
-	cctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
+	// The checks only read the deadline; waiting for a turn (requests) needs it to end.
+	cctx := context.Context(deadlineOnly{ctx, deadline})
+	store := needsStore(opCtx.Operation)
+	if store && a.requests != nil {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
 	refusal := func(name string, err error) *gqlerror.Error {
 		a.o.countRefusal(limitOverload)
 		retry := retryAfter(err)
@@ -170,7 +177,6 @@ func (a admissionCheck) InterceptOperation(ctx context.Context, next graphql.Ope
 		return nil
 	}
 	refused := check("cache", a.cache)
-	store := needsStore(opCtx.Operation)
 	if refused == nil && store {
 		refused = check("message store", a.store)
 	}
@@ -198,6 +204,16 @@ func (a admissionCheck) InterceptOperation(ctx context.Context, next graphql.Ope
 		return respond(ctx)
 	}
 }
+
+// deadlineOnly is a context that reports a deadline without keeping a timer to end at it:
+// enough for what only reads the deadline (Admitter.Check), where a timer per request costs
+// more than the check itself.
+type deadlineOnly struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c deadlineOnly) Deadline() (time.Time, bool) { return c.deadline, true }
 
 // needsStore reports whether an operation will ask the store for sure: a mutation, or a
 // catch-up read, which the devices of a reconnect storm all make at once.
