@@ -74,29 +74,30 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 		viewer, states := l.viewer, p.states
 		out.Remember = func(i int, json []byte) { r.RenderedNodes.Put(viewer, sel.shape, states[i], json) }
 	}
-	// The nodes to resolve: those not written from memory (all of them, most often).
-	toResolve := p.states
-	var at []int // toResolve[k] is node at[k]; nil: node k
+	// The nodes to resolve: those not written from memory.
+	missed := 0
 	for i, st := range p.states {
 		if json := r.RenderedNodes.Get(l.viewer, out.RenderedFor, st); json != nil {
 			out.Resolved[i].Rendered = json
-			if at == nil {
-				at, toResolve = make([]int, 0, len(p.states)), make([]im.SeqState, 0, len(p.states))
-				for k := range i {
-					at, toResolve = append(at, k), append(toResolve, p.states[k])
-				}
-			}
 			continue
 		}
-		if at != nil {
-			at, toResolve = append(at, i), append(toResolve, st)
-		}
+		missed++
 		conv, err := l.convs.ParseConversationID(st.ConversationID)
 		if err != nil {
 			return nil, err
 		}
 		out.Resolved[i] = model.ConversationNode{ID: st.ConversationID, Kind: kindOf(conv.Kind), MaxSeq: st.MaxSeq,
 			MinSeq: st.VisibleMin(), ReadSeq: st.ReadSeq, UnreadCount: st.Unread()}
+	}
+	toResolve := p.states
+	var at []int // toResolve[k] is node at[k]; nil: node k
+	if missed < len(p.states) {
+		at, toResolve = make([]int, 0, missed), make([]im.SeqState, 0, missed)
+		for i, st := range p.states {
+			if out.Resolved[i].Rendered == nil {
+				at, toResolve = append(at, i), append(toResolve, st)
+			}
+		}
 	}
 	if len(toResolve) == 0 || !sel.lastMessage && len(sel.histories) == 0 {
 		return out, nil

@@ -84,7 +84,11 @@ func (c *Cache) queueStates(ctx context.Context, pipe redis.Pipeliner, queries [
 			r.headCmds[i] = c.readEventsCmd(ctx, pipe, q.UserID, nil, 0)
 		}
 	}
-	var keys []string
+	n := 0
+	for _, q := range queries {
+		n += len(q.ConversationIDs)
+	}
+	keys := make([]string, 0, n)
 	for _, q := range queries {
 		for _, id := range q.ConversationIDs {
 			keys = append(keys, c.seqStateKey(id))
