@@ -3,6 +3,7 @@ package graph
 import (
 	"bytes"
 	"hash/maphash"
+	"math/rand/v2"
 	"sync/atomic"
 	"unsafe"
 
@@ -24,8 +25,10 @@ import (
 // equals the one it was rendered from. A state without a ChunksVersion (read from MongoDB,
 // or OpenIM's) proves nothing and is never remembered.
 //
-// The memory is a fixed table of slots, each holding at most one node (a newer one replaces
-// it), so it never holds more than its slots and their nodes of at most maxRenderedNode bytes.
+// The memory is a fixed table of slots in sets of four, each node's set chosen by a hash of
+// its viewer, conversation and selection; a new node takes its own earlier entry, an empty
+// slot or, in a full set, a slot at random. So it never holds more than its slots and their
+// nodes of at most maxRenderedNode bytes, and a page's nodes do not push each other out.
 type RenderedNodes struct {
 	slots []atomic.Pointer[renderedNode]
 	seed  maphash.Seed
@@ -49,15 +52,20 @@ type renderedNode struct {
 	json  []byte
 }
 
-// NewRenderedNodes returns a memory of n slots (DefaultRenderedNodes when n is 0).
+// NewRenderedNodes returns a memory of about n slots (DefaultRenderedNodes when n is 0).
 func NewRenderedNodes(n int) *RenderedNodes {
 	if n <= 0 {
 		n = DefaultRenderedNodes
 	}
-	return &RenderedNodes{slots: make([]atomic.Pointer[renderedNode], n), seed: maphash.MakeSeed()}
+	sets := max(1, (n+setSize-1)/setSize)
+	return &RenderedNodes{slots: make([]atomic.Pointer[renderedNode], sets*setSize), seed: maphash.MakeSeed()}
 }
 
-func (m *RenderedNodes) slot(viewer string, shape *ast.Field, conversationID string) *atomic.Pointer[renderedNode] {
+// setSize is the slots a node may take.
+const setSize = 4
+
+// set returns the slots the node of viewer, shape and conversationID may take.
+func (m *RenderedNodes) set(viewer string, shape *ast.Field, conversationID string) []atomic.Pointer[renderedNode] {
 	var h maphash.Hash
 	h.SetSeed(m.seed)
 	h.WriteString(viewer)
@@ -68,7 +76,8 @@ func (m *RenderedNodes) slot(viewer string, shape *ast.Field, conversationID str
 		h.WriteByte(byte(p))
 		p >>= 8
 	}
-	return &m.slots[h.Sum64()%uint64(len(m.slots))]
+	at := int(h.Sum64()%uint64(len(m.slots)/setSize)) * setSize
+	return m.slots[at : at+setSize]
 }
 
 // Get returns the JSON of the node viewer saw rendered with shape in state st, or nil.
@@ -76,11 +85,12 @@ func (m *RenderedNodes) Get(viewer string, shape *ast.Field, st im.SeqState) []b
 	if m == nil || shape == nil || st.ChunksVersion == "" {
 		return nil
 	}
-	n := m.slot(viewer, shape, st.ConversationID).Load()
-	if n == nil || n.shape != shape || n.state != st || n.viewer != viewer {
-		return nil
+	for i, set := 0, m.set(viewer, shape, st.ConversationID); i < len(set); i++ {
+		if n := set[i].Load(); n != nil && n.shape == shape && n.state == st && n.viewer == viewer {
+			return n.json
+		}
 	}
-	return n.json
+	return nil
 }
 
 // Put remembers json, the node rendered for viewer with shape in state st. It keeps a copy.
@@ -88,7 +98,23 @@ func (m *RenderedNodes) Put(viewer string, shape *ast.Field, st im.SeqState, jso
 	if m == nil || shape == nil || st.ChunksVersion == "" || len(json) > maxRenderedNode {
 		return
 	}
-	m.slot(viewer, shape, st.ConversationID).Store(&renderedNode{viewer: viewer, shape: shape, state: st, json: bytes.Clone(json)})
+	node := &renderedNode{viewer: viewer, shape: shape, state: st, json: bytes.Clone(json)}
+	set := m.set(viewer, shape, st.ConversationID)
+	free := -1
+	for i := range set {
+		n := set[i].Load()
+		if n != nil && n.shape == shape && n.state.ConversationID == st.ConversationID && n.viewer == viewer {
+			set[i].Store(node) // the same node in an older state
+			return
+		}
+		if n == nil && free < 0 {
+			free = i
+		}
+	}
+	if free < 0 {
+		free = rand.IntN(setSize)
+	}
+	set[free].Store(node)
 }
 
 // rememberedFields are, by type, the fields a remembered node may select: those that derive

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -49,5 +50,54 @@ func TestRenderedNodes(t *testing.T) {
 	none.Put("a", shape, st, json)
 	if none.Get("a", shape, st) != nil {
 		t.Error("a nil memory answered")
+	}
+}
+
+// Ensure the nodes of a large page all stay remembered together, a node's newer state takes
+// the place of its older one, and a memory never holds more nodes than its slots.
+func TestRenderedNodesSlots(t *testing.T) {
+	shape := &ast.Field{Name: "nodes"}
+	state := func(i int) im.SeqState {
+		return im.SeqState{ConversationID: fmt.Sprintf("si_a_%d", i), MaxSeq: 1, ChunksVersion: "1"}
+	}
+	m := NewRenderedNodes(0)
+	for i := range 100 {
+		m.Put("a", shape, state(i), []byte(`{}`))
+	}
+	for i := range 100 {
+		if m.Get("a", shape, state(i)) == nil {
+			t.Fatalf("node %d of a page of 100 was pushed out by the others", i)
+		}
+	}
+
+	one := NewRenderedNodes(setSize) // a single set
+	older, newer := state(0), state(0)
+	newer.MaxSeq = 2
+	one.Put("a", shape, older, []byte(`{"old":1}`))
+	one.Put("a", shape, newer, []byte(`{"new":1}`))
+	for i := 1; i < setSize; i++ {
+		one.Put("a", shape, state(i), []byte(`{}`))
+	}
+	if one.Get("a", shape, older) != nil || one.Get("a", shape, newer) == nil {
+		t.Error("the newer state did not take the older one's place")
+	}
+	for i := 1; i < setSize; i++ {
+		if one.Get("a", shape, state(i)) == nil {
+			t.Errorf("node %d was pushed out while the set had room", i)
+		}
+	}
+	one.Put("a", shape, state(setSize), []byte(`{}`))
+	held := 0
+	for i := range setSize + 1 {
+		st := state(i)
+		if i == 0 {
+			st = newer
+		}
+		if one.Get("a", shape, st) != nil {
+			held++
+		}
+	}
+	if held != setSize {
+		t.Errorf("a memory of %d slots holds %d nodes", setSize, held)
 	}
 }
