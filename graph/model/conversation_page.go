@@ -84,6 +84,18 @@ func (c *ConversationConnection) UnmarshalGQLContext(context.Context, any) error
 
 // appendNodes appends the nodes field f (at path) of c.
 func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *graphql.OperationContext, f graphql.CollectedField, path ast.Path) ([]byte, error) {
+	remembered := c.RenderedFor != nil && f.Field == c.RenderedFor
+	if remembered && c.allRendered() {
+		// Nothing to render: no selection to collect.
+		b = append(b, '[')
+		for j := range c.Resolved {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, c.Resolved[j].Rendered...)
+		}
+		return append(b, ']'), nil
+	}
 	fields := graphql.CollectFields(oc, f.Selections, conversationTypes)
 	// What is selected inside the object fields is the same for every node: collected once, by
 	// alias (unique in a selection set once collected).
@@ -96,7 +108,6 @@ func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *
 			innerOf[nf.Alias] = graphql.CollectFields(oc, nf.Selections, historyTypes)
 		}
 	}
-	remembered := c.RenderedFor != nil && f.Field == c.RenderedFor
 	b = append(b, '[')
 	for j := range c.Resolved {
 		if j > 0 {
@@ -157,6 +168,16 @@ func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *
 		}
 	}
 	return append(b, ']'), nil
+}
+
+// allRendered reports whether every node comes rendered from an earlier request.
+func (c *ConversationConnection) allRendered() bool {
+	for j := range c.Resolved {
+		if c.Resolved[j].Rendered == nil {
+			return false
+		}
+	}
+	return true
 }
 
 func appendPageInfo(b []byte, fields []graphql.CollectedField, p *PageInfo) ([]byte, error) {
