@@ -140,9 +140,27 @@ func bodyGate(max int64) gate {
 			unread.Extensions = map[string]any{"code": CodeBadUserInput}
 			return req, &refusal{http.StatusBadRequest, unread}
 		}
-		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.Body = bufferedBody{bytes.NewReader(body), body}
 		return req, nil
 	}
+}
+
+// bufferedBody is a request body bodyGate has read whole: readBody takes its bytes as they
+// are, where reading it again would copy them.
+type bufferedBody struct {
+	*bytes.Reader
+	data []byte
+}
+
+func (bufferedBody) Close() error { return nil }
+
+// readBody reads a request body, without a copy when bodyGate read it already.
+func readBody(body io.Reader) ([]byte, error) {
+	if b, ok := body.(bufferedBody); ok && b.Len() == len(b.data) {
+		_, _ = b.Seek(0, io.SeekEnd) // read, as io.ReadAll would leave it
+		return b.data, nil
+	}
+	return io.ReadAll(body)
 }
 
 // errRequestTimeout is the cause of a context that ran out of the request's time.

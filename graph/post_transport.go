@@ -43,7 +43,7 @@ func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	contentType := responseMediaType(r.Header.Get("Accept"))
 	w.Header().Set("Content-Type", contentType)
 	start := graphql.Now()
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r.Body)
 	if err != nil {
 		writeResponse(w, exec.DispatchError(ctx, gqlerror.List{gqlerror.Errorf("could not read request body: %v", err)}))
 		return
