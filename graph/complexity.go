@@ -96,14 +96,12 @@ func saturatingMul(a, b int) int {
 // priced each time, as its cost may follow them (first, limit, seqs).
 type pricedOperations struct {
 	*extension.ComplexityLimit
-	limit int
-	known graphql.Cache[int]
+	known graphql.Cache[int] // the cost of each operation priced within the limit
 }
 
 func newPricedOperations(limit int) pricedOperations {
 	return pricedOperations{
 		ComplexityLimit: extension.FixedComplexityLimit(limit, complexity.WithFixedScalarValue(0)),
-		limit:           limit,
 		known:           lru.New[int](1000),
 	}
 }
@@ -119,7 +117,7 @@ func (p pricedOperations) MutateOperationContext(ctx context.Context, oc *graphq
 	if oc.OperationName != "" {
 		key = oc.OperationName + "\x00" + key
 	}
-	if cost, ok := p.known.Get(ctx, key); ok && cost <= p.limit {
+	if _, ok := p.known.Get(ctx, key); ok {
 		return nil
 	}
 	if err := p.ComplexityLimit.MutateOperationContext(ctx, oc); err != nil {

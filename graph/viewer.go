@@ -68,8 +68,8 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 	p := pageOf(list, n, cursor)
 	out := &model.ConversationConnection{Nodes: p.nodes, Resolved: make([]model.ConversationNode, len(p.states)),
 		PageInfo: &model.PageInfo{EndCursor: p.endCursor, HasNextPage: p.hasMore}}
-	sel := nodeFieldsSelected(ctx)
-	if r.RenderedNodes != nil && sel.shape != nil {
+	sel := nodeFieldsSelected(ctx, r.RenderedNodes != nil)
+	if sel.shape != nil {
 		out.RenderedFor = sel.shape
 		viewer, states := l.viewer, p.states
 		out.Remember = func(i int, json []byte) { r.RenderedNodes.Put(viewer, sel.shape, states[i], json) }
@@ -144,8 +144,8 @@ type nodeSelection struct {
 }
 
 // nodeFieldsSelected tells which of the page's node fields need reads (lastMessage, each
-// history field) and whether the nodes' rendering can be remembered.
-func nodeFieldsSelected(ctx context.Context) nodeSelection {
+// history field) and, with remember, whether the nodes' rendering can be remembered.
+func nodeFieldsSelected(ctx context.Context, remember bool) nodeSelection {
 	fc := graphql.GetFieldContext(ctx)
 	oc := graphql.GetOperationContext(ctx)
 	var sel nodeSelection
@@ -154,7 +154,7 @@ func nodeFieldsSelected(ctx context.Context) nodeSelection {
 		if f.Name != "nodes" {
 			continue
 		}
-		if asked++; asked == 1 {
+		if asked++; asked == 1 && remember {
 			sel.shape = shapeOf(f)
 		} else {
 			sel.shape = nil

@@ -85,29 +85,11 @@ func (c *ConversationConnection) UnmarshalGQLContext(context.Context, any) error
 // appendNodes appends the nodes field f (at path) of c.
 func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *graphql.OperationContext, f graphql.CollectedField, path ast.Path) ([]byte, error) {
 	remembered := c.RenderedFor != nil && f.Field == c.RenderedFor
-	if remembered && c.allRendered() {
-		// Nothing to render: no selection to collect.
-		b = append(b, '[')
-		for j := range c.Resolved {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, c.Resolved[j].Rendered...)
-		}
-		return append(b, ']'), nil
-	}
-	fields := graphql.CollectFields(oc, f.Selections, conversationTypes)
-	// What is selected inside the object fields is the same for every node: collected once, by
-	// alias (unique in a selection set once collected).
-	innerOf := map[string][]graphql.CollectedField{}
-	for _, nf := range fields {
-		switch nf.Name {
-		case "lastMessage":
-			innerOf[nf.Alias] = graphql.CollectFields(oc, nf.Selections, messageTypes)
-		case "history":
-			innerOf[nf.Alias] = graphql.CollectFields(oc, nf.Selections, historyTypes)
-		}
-	}
+	// What the nodes select, and inside their object fields (by alias, unique in a selection
+	// set once collected), is the same for every node: collected once, at the first node to
+	// render (a page written wholly from memory collects nothing).
+	var fields []graphql.CollectedField
+	var innerOf map[string][]graphql.CollectedField
 	b = append(b, '[')
 	for j := range c.Resolved {
 		if j > 0 {
@@ -120,6 +102,9 @@ func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *
 		}
 		if n.Rendered != nil {
 			return nil, unknownField("Conversation", "nodes (rendered for another selection)")
+		}
+		if fields == nil {
+			fields, innerOf = nodeSelections(oc, f)
 		}
 		start := len(b)
 		var err error
@@ -170,14 +155,20 @@ func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *
 	return append(b, ']'), nil
 }
 
-// allRendered reports whether every node comes rendered from an earlier request.
-func (c *ConversationConnection) allRendered() bool {
-	for j := range c.Resolved {
-		if c.Resolved[j].Rendered == nil {
-			return false
+// nodeSelections collects what the nodes field f selects of each node, and inside each node's
+// object fields, by alias.
+func nodeSelections(oc *graphql.OperationContext, f graphql.CollectedField) ([]graphql.CollectedField, map[string][]graphql.CollectedField) {
+	fields := graphql.CollectFields(oc, f.Selections, conversationTypes)
+	innerOf := map[string][]graphql.CollectedField{}
+	for _, nf := range fields {
+		switch nf.Name {
+		case "lastMessage":
+			innerOf[nf.Alias] = graphql.CollectFields(oc, nf.Selections, messageTypes)
+		case "history":
+			innerOf[nf.Alias] = graphql.CollectFields(oc, nf.Selections, historyTypes)
 		}
 	}
-	return true
+	return fields, innerOf
 }
 
 func appendPageInfo(b []byte, fields []graphql.CollectedField, p *PageInfo) ([]byte, error) {
