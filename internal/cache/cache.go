@@ -43,6 +43,10 @@ type Options struct {
 	// Admission, when set, lets each round trip through or refuses it (overload); nil lets
 	// everything through.
 	Admission Admitter
+	// CoalescedReads bounds how many requests' state reads may share round trips at once on
+	// a single-node client (see coalescedReads); past it, each read takes its own. Default
+	// DefaultCoalescedReads; negative: every read takes its own round trip.
+	CoalescedReads int
 }
 
 func (o Options) withDefaults() Options {
@@ -69,8 +73,9 @@ func (o Options) withDefaults() Options {
 
 // Cache is msggate's view of Redis. It is safe for concurrent use.
 type Cache struct {
-	rdb  redis.UniversalClient
-	opts Options
+	rdb   redis.UniversalClient
+	opts  Options
+	reads *coalescedReads
 	// ownsClient: the Cache dialled its client (Dial), so Close closes it.
 	ownsClient bool
 }
@@ -80,7 +85,7 @@ type Cache struct {
 // caller made it, before go-redis splits it by node.
 func New(rdb redis.UniversalClient, opts Options) *Cache {
 	addHooks(rdb, opts)
-	return &Cache{rdb: rdb, opts: opts.withDefaults()}
+	return &Cache{rdb: rdb, opts: opts.withDefaults(), reads: newCoalescedReads(rdb, opts.CoalescedReads)}
 }
 
 // addHooks adds the observers of opts to rdb.

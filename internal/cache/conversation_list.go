@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"errors"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -48,20 +47,23 @@ func (c *Cache) GetConversationList(ctx context.Context, userID string) (Convers
 // states are aligned with known.IDs.
 func (c *Cache) GetConversationListWithStates(ctx context.Context, userID string, known ConversationList) (ConversationList, States, error) {
 	keys := c.listKeys(userID)
-	pipe := c.rdb.Pipeline()
-	// The version is read before the members: another client's change may run between the two
-	// commands, and a list newer than its version is only re-read later, where a version newer
-	// than its list would name a list that never was.
-	version := pipe.Get(ctx, keys[1])
+	// One round trip, possibly shared with other requests' reads (coalescedReads). The version
+	// is read before the members: another client's change may run between the two commands,
+	// and a list newer than its version is only re-read later, where a version newer than its
+	// list would name a list that never was.
+	var cmds commands
+	version := redis.NewStringCmd(ctx, "get", keys[1])
+	_ = cmds.Process(ctx, version)
 	var members *redis.StringSliceCmd
 	if known.Version == "" {
-		members = pipe.SMembers(ctx, keys[0])
+		members = redis.NewStringSliceCmd(ctx, "smembers", keys[0])
+		_ = cmds.Process(ctx, members)
 	}
 	var states *statesRead
 	if len(known.IDs) > 0 {
-		states = c.queueStates(ctx, pipe, []StateQuery{{UserID: userID, ConversationIDs: known.IDs}}, false)
+		states = c.queueStateReads(ctx, &cmds, []StateQuery{{UserID: userID, ConversationIDs: known.IDs}})
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	if err := c.reads.do(ctx, c.rdb, cmds); err != nil {
 		return ConversationList{}, States{}, cacheError("get conversation list", err)
 	}
 	var guessed States

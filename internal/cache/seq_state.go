@@ -52,6 +52,15 @@ type States struct {
 // query's user's event log head, so a state summary and the token it is valid from are read
 // together.
 func (c *Cache) GetStatesMany(ctx context.Context, queries []StateQuery, withHeads bool) (States, error) {
+	if !withHeads {
+		// Plain reads: the round trip may be shared with other requests' (coalescedReads).
+		var cmds commands
+		read := c.queueStateReads(ctx, &cmds, queries)
+		if err := c.reads.do(ctx, c.rdb, cmds); err != nil {
+			return States{}, cacheError("get states", err)
+		}
+		return read.result()
+	}
 	pipe := c.rdb.Pipeline()
 	read := c.queueStates(ctx, pipe, queries, withHeads)
 	if pipe.Len() == 0 {
@@ -77,13 +86,29 @@ type statesRead struct {
 
 // queueStates queues the commands GetStatesMany sends on pipe.
 func (c *Cache) queueStates(ctx context.Context, pipe redis.Pipeliner, queries []StateQuery, withHeads bool) *statesRead {
-	r := &statesRead{queries: queries}
+	var heads []*redis.Cmd
 	if withHeads {
-		r.headCmds = make([]*redis.Cmd, len(queries))
+		// First: a change after a head is an event after it, so states read after the head
+		// are never older than what the head's token promises.
+		heads = make([]*redis.Cmd, len(queries))
 		for i, q := range queries {
-			r.headCmds[i] = c.readEventsCmd(ctx, pipe, q.UserID, nil, 0)
+			heads[i] = c.readEventsCmd(ctx, pipe, q.UserID, nil, 0)
 		}
 	}
+	r := c.queueStateReads(ctx, pipe, queries)
+	r.headCmds = heads
+	return r
+}
+
+// cmdQueue takes the commands of one round trip: a go-redis pipeline, or commands collected
+// for coalescedReads.
+type cmdQueue interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// queueStateReads queues the reads of the queries' seq and read states on q.
+func (c *Cache) queueStateReads(ctx context.Context, q cmdQueue, queries []StateQuery) *statesRead {
+	r := &statesRead{queries: queries}
 	n := 0
 	for _, q := range queries {
 		n += len(q.ConversationIDs)
@@ -97,15 +122,16 @@ func (c *Cache) queueStates(ctx context.Context, pipe redis.Pipeliner, queries [
 	if _, cluster := c.rdb.(*redis.ClusterClient); cluster {
 		r.convGets = make([]*redis.StringCmd, len(keys))
 		for i, key := range keys {
-			r.convGets[i] = pipe.Get(ctx, key)
+			r.convGets[i] = redis.NewStringCmd(ctx, "get", key)
+			_ = q.Process(ctx, r.convGets[i])
 		}
 	} else if len(keys) > 0 {
-		r.convMGet = queueStrings(ctx, pipe, "mget", "", keys)
+		r.convMGet = queueStrings(ctx, q, "mget", "", keys)
 	}
 	r.userCmds = make([]*redis.StringSliceCmd, len(queries))
-	for qi, q := range queries {
-		if q.UserID != "" && len(q.ConversationIDs) > 0 {
-			r.userCmds[qi] = queueStrings(ctx, pipe, "hmget", c.readStateKey(q.UserID), q.ConversationIDs)
+	for qi, query := range queries {
+		if query.UserID != "" && len(query.ConversationIDs) > 0 {
+			r.userCmds[qi] = queueStrings(ctx, q, "hmget", c.readStateKey(query.UserID), query.ConversationIDs)
 		}
 	}
 	return r
@@ -114,7 +140,7 @@ func (c *Cache) queueStates(ctx context.Context, pipe redis.Pipeliner, queries [
 // queueStrings queues a command answering an array of strings (MGET, HMGET) so that its
 // values come back as strings, a missing one as "": go-redis's own MGet and HMGet answer each
 // value in an interface, an allocation per value. key, when not empty, goes before args.
-func queueStrings(ctx context.Context, pipe redis.Pipeliner, command, key string, args []string) *redis.StringSliceCmd {
+func queueStrings(ctx context.Context, q cmdQueue, command, key string, args []string) *redis.StringSliceCmd {
 	all := make([]any, 0, len(args)+2)
 	all = append(all, command)
 	if key != "" {
@@ -124,7 +150,7 @@ func queueStrings(ctx context.Context, pipe redis.Pipeliner, command, key string
 		all = append(all, a)
 	}
 	cmd := redis.NewStringSliceCmd(ctx, all...)
-	_ = pipe.Process(ctx, cmd) // queued: the pipeline's Exec sends it and reports its error
+	_ = q.Process(ctx, cmd) // queued: whoever sends the round trip reports its error
 	return cmd
 }
 

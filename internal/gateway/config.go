@@ -103,6 +103,10 @@ type Config struct {
 	// again while the viewer's state in the conversation is unchanged; default
 	// graph.DefaultRenderedNodes, negative switches it off.
 	RenderedNodes int
+	// RedisCoalescedReads bounds how many requests' state reads may share Redis round trips at
+	// once (cache.Options.CoalescedReads); default cache.DefaultCoalescedReads, negative
+	// switches sharing off.
+	RedisCoalescedReads int
 
 	// Sync: the per-user event log and live subscriptions.
 	EventLogMaxLen int64         // events kept per user; default cache.DefaultEventLogMaxLen
@@ -163,6 +167,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Handler.ConnectionBurst, "ws-accept-burst", graph.DefaultConnectionBurst, "new WebSocket connections accepted at once after a quiet spell")
 	fs.Int64Var(&c.ChunkMemory, "chunk-memory", history.DefaultChunkMemoryBytes, "bytes of decoded chunks kept in process, served while their conversation's chunks version in Redis is unchanged; negative: off")
 	fs.IntVar(&c.RenderedNodes, "rendered-nodes", graph.DefaultRenderedNodes, "conversation list nodes kept rendered in process (each at most 2 KiB), written again while the viewer's state in the conversation is unchanged; negative: off")
+	fs.IntVar(&c.RedisCoalescedReads, "redis-coalesced-reads", cache.DefaultCoalescedReads, "requests whose seq and read state reads may share Redis round trips at once, when other reads are under way (one Redis node only); negative: each read takes its own")
 	fs.Int64Var(&c.EventLogMaxLen, "event-log-len", cache.DefaultEventLogMaxLen, "events kept in each user's sync log; an older sync token answers tooLong")
 	fs.DurationVar(&c.EventLogMaxAge, "event-log-age", cache.DefaultEventLogMaxAge, "how long events stay in the sync log")
 	fs.DurationVar(&c.Handler.KeepAlive, "ws-keepalive", graph.DefaultKeepAlive, "WebSocket keepalive ping interval")

@@ -148,6 +148,7 @@ func OpenObserved(ctx context.Context, cfg Config, obs Observers, logger *slog.L
 		ObserveCall:    g.Metrics.ObserveRedisCall,
 		OnRoundTrip:    obs.OnRedisRoundTrip,
 		Admission:      g.CacheAdmission,
+		CoalescedReads: cfg.RedisCoalescedReads,
 	}); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,122 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultCoalescedReads is how many requests' state reads may wait on go-redis's
+// autopipeliner at once (Options.CoalescedReads).
+const DefaultCoalescedReads = 256
+
+// coalescedReads sends the state reads of concurrent requests in shared round trips.
+//
+// Every page a client asks for reads seq and read states first (GetStatesMany,
+// GetConversationListWithStates): a pipeline of two or three commands, whose cost on both ends
+// is mostly the system calls of one round trip rather than the commands. Under load many
+// requests make such a read at the same moment. A read made while another is under way goes on
+// go-redis's deferred autopipeliner, which writes all the commands waiting when a round trip
+// ends as one pipeline, in submission order; so one write and one read of the socket, on both
+// ends, serve many requests. A read made alone takes a pipeline of its own as before: the
+// autopipeliner's hand-offs between goroutines would only add to its latency.
+//
+// What stays the same: a request's commands run in the order it queued them (the
+// autopipeliner keeps one ordered stream), a failed command fails that request's read with an
+// error (never a miss), and admission (Options.Admission) admits or refuses each shared round
+// trip as it does any pipeline. What differs: a shared round trip carries no request's context,
+// so a request whose context ends stops waiting for it but cannot withdraw its commands, which
+// are reads. Past the bound, reads take their own pipelines again, where admission decides on
+// each with its request's deadline.
+type coalescedReads struct {
+	rdb   *redis.Client // nil: off (a cluster client, or Options.CoalescedReads negative)
+	limit int32
+
+	inFlight atomic.Int32 // reads under way, shared or not
+	once     sync.Once
+	ap       *redis.AutoPipeliner
+	apErr    error
+}
+
+func newCoalescedReads(rdb redis.UniversalClient, limit int) *coalescedReads {
+	c, ok := rdb.(*redis.Client)
+	if !ok || limit < 0 {
+		return &coalescedReads{}
+	}
+	if limit == 0 {
+		limit = DefaultCoalescedReads
+	}
+	return &coalescedReads{rdb: c, limit: int32(min(limit, 1<<30))}
+}
+
+// commands collects the commands of one read before it is sent.
+type commands []redis.Cmder
+
+func (l *commands) Process(_ context.Context, cmd redis.Cmder) error {
+	*l = append(*l, cmd)
+	return nil
+}
+
+// do runs cmds in one round trip, shared with other requests' reads when any are under way,
+// and returns the first error other than redis.Nil.
+func (r *coalescedReads) do(ctx context.Context, rdb redis.UniversalClient, cmds []redis.Cmder) error {
+	if len(cmds) == 0 {
+		return nil
+	}
+	if r.rdb != nil {
+		n := r.inFlight.Add(1)
+		defer r.inFlight.Add(-1)
+		if n > 1 && n <= r.limit {
+			if ap := r.pipeliner(); ap != nil {
+				return shared(ctx, ap, cmds)
+			}
+		}
+	}
+	pipe := rdb.Pipeline()
+	for _, cmd := range cmds {
+		_ = pipe.Process(ctx, cmd) // queued: Exec sends it and reports its error
+	}
+	_, err := pipe.Exec(ctx)
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	return err
+}
+
+// pipeliner makes the autopipeliner on first use, so that a Cache whose reads never overlap
+// (a command-line tool) starts none of its goroutines. A client that cannot make one (closed)
+// leaves reads on their own pipelines, which then report why.
+func (r *coalescedReads) pipeliner() *redis.AutoPipeliner {
+	r.once.Do(func() {
+		r.ap, r.apErr = r.rdb.AsyncAutoPipelineWithOptions(&redis.AutoPipelineOptions{
+			// One ordered stream (the default): a request's commands keep their order, and
+			// while one round trip is out the next one's commands gather.
+			MaxConcurrentBatches: 1,
+			// A backstop: the count above keeps the queue far below it.
+			MaxQueuedCommands: int(r.limit) * 64,
+		})
+	})
+	return r.ap
+}
+
+func shared(ctx context.Context, ap *redis.AutoPipeliner, cmds []redis.Cmder) error {
+	var buf [4]redis.AutoFuture
+	futures := buf[:0]
+	for _, cmd := range cmds {
+		futures = append(futures, ap.Submit(ctx, cmd))
+	}
+	var first error
+	for _, f := range futures {
+		// WaitContext returns the command's own error once its round trip ran, or ctx's.
+		if err := f.WaitContext(ctx); err != nil && !errors.Is(err, redis.Nil) && first == nil {
+			first = err
+			if ctx.Err() != nil {
+				break // the rest would only report ctx's end again
+			}
+		}
+	}
+	return first
+}
