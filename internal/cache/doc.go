@@ -44,4 +44,7 @@
 // version (cv), which readers get with the seq state in the same round trip: an instance that
 // keeps decoded chunks in memory serves one only while the version it was read under is still
 // the current one, and reads through whenever Redis has no version (after a restart).
+//
+// State reads made while others are under way share round trips on go-redis's autopipeliner
+// (coalesced_reads.go); every other call makes its own.
 package cache
