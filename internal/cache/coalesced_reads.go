@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -32,15 +31,14 @@ const DefaultCoalescedReads = 256
 // are reads. Past the bound, reads take their own pipelines again, where admission decides on
 // each with its request's deadline.
 type coalescedReads struct {
-	rdb   *redis.Client // nil: off (a cluster client, or Options.CoalescedReads negative)
-	limit int32
-
+	ap       *redis.AutoPipeliner // nil: off (a cluster client, or Options.CoalescedReads negative)
+	limit    int32
 	inFlight atomic.Int32 // reads under way, shared or not
-	once     sync.Once
-	ap       *redis.AutoPipeliner
-	apErr    error
 }
 
+// newCoalescedReads starts the autopipeliner of a single-node client: its goroutine lives as
+// long as the client (go-redis keeps one per client, and closing the client stops it), so it
+// is started with the Cache rather than by the first overlapping reads.
 func newCoalescedReads(rdb redis.UniversalClient, limit int) *coalescedReads {
 	c, ok := rdb.(*redis.Client)
 	if !ok || limit < 0 {
@@ -49,7 +47,18 @@ func newCoalescedReads(rdb redis.UniversalClient, limit int) *coalescedReads {
 	if limit == 0 {
 		limit = DefaultCoalescedReads
 	}
-	return &coalescedReads{rdb: c, limit: int32(min(limit, 1<<30))}
+	limit = min(limit, 1<<20)
+	ap, err := c.AsyncAutoPipelineWithOptions(&redis.AutoPipelineOptions{
+		// One ordered stream (the default): a request's commands keep their order, and while
+		// one round trip is out the next one's commands gather.
+		MaxConcurrentBatches: 1,
+		// A backstop: the count of reads under way keeps the queue far below it.
+		MaxQueuedCommands: limit * 64,
+	})
+	if err != nil { // a closed client: reads take their own pipelines, which report why
+		return &coalescedReads{}
+	}
+	return &coalescedReads{ap: ap, limit: int32(limit)}
 }
 
 // commands collects the commands of one read before it is sent.
@@ -66,13 +75,11 @@ func (r *coalescedReads) do(ctx context.Context, rdb redis.UniversalClient, cmds
 	if len(cmds) == 0 {
 		return nil
 	}
-	if r.rdb != nil {
+	if r.ap != nil {
 		n := r.inFlight.Add(1)
 		defer r.inFlight.Add(-1)
 		if n > 1 && n <= r.limit {
-			if ap := r.pipeliner(); ap != nil {
-				return shared(ctx, ap, cmds)
-			}
+			return shared(ctx, r.ap, cmds)
 		}
 	}
 	pipe := rdb.Pipeline()
@@ -84,22 +91,6 @@ func (r *coalescedReads) do(ctx context.Context, rdb redis.UniversalClient, cmds
 		return nil
 	}
 	return err
-}
-
-// pipeliner makes the autopipeliner on first use, so that a Cache whose reads never overlap
-// (a command-line tool) starts none of its goroutines. A client that cannot make one (closed)
-// leaves reads on their own pipelines, which then report why.
-func (r *coalescedReads) pipeliner() *redis.AutoPipeliner {
-	r.once.Do(func() {
-		r.ap, r.apErr = r.rdb.AsyncAutoPipelineWithOptions(&redis.AutoPipelineOptions{
-			// One ordered stream (the default): a request's commands keep their order, and
-			// while one round trip is out the next one's commands gather.
-			MaxConcurrentBatches: 1,
-			// A backstop: the count above keeps the queue far below it.
-			MaxQueuedCommands: int(r.limit) * 64,
-		})
-	})
-	return r.ap
 }
 
 func shared(ctx context.Context, ap *redis.AutoPipeliner, cmds []redis.Cmder) error {
