@@ -3,6 +3,7 @@ package cache_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -15,8 +16,9 @@ import (
 
 // coalescedUsers is how many users read at once in the coalesced-read tests: each reads its
 // own states, which differ from every other user's, so that an answer handed to the wrong
-// request shows.
-const coalescedUsers = 32
+// request shows. Reads share round trips only while more are under way than the process has
+// CPUs, so there are several times as many.
+var coalescedUsers = max(32, 4*runtime.GOMAXPROCS(0))
 
 func coalescedUser(i int) string { return fmt.Sprintf("u%02d", i) }
 func ownConversation(i int) string {
