@@ -61,8 +61,15 @@ func (c *Cache) GetStatesMany(ctx context.Context, queries []StateQuery, withHea
 		}
 		return read.result()
 	}
+	// With heads: a pipeline of its own, the heads first, since a change after a head is an
+	// event after it, so states read after the head are never older than its token promises.
 	pipe := c.rdb.Pipeline()
-	read := c.queueStates(ctx, pipe, queries, withHeads)
+	heads := make([]*redis.Cmd, len(queries))
+	for i, q := range queries {
+		heads[i] = c.readEventsCmd(ctx, pipe, q.UserID, nil, 0)
+	}
+	read := c.queueStateReads(ctx, pipe, queries)
+	read.headCmds = heads
 	if pipe.Len() == 0 {
 		return read.result()
 	}
@@ -82,22 +89,6 @@ type statesRead struct {
 	convMGet *redis.StringSliceCmd
 	convGets []*redis.StringCmd
 	userCmds []*redis.StringSliceCmd
-}
-
-// queueStates queues the commands GetStatesMany sends on pipe.
-func (c *Cache) queueStates(ctx context.Context, pipe redis.Pipeliner, queries []StateQuery, withHeads bool) *statesRead {
-	var heads []*redis.Cmd
-	if withHeads {
-		// First: a change after a head is an event after it, so states read after the head
-		// are never older than what the head's token promises.
-		heads = make([]*redis.Cmd, len(queries))
-		for i, q := range queries {
-			heads[i] = c.readEventsCmd(ctx, pipe, q.UserID, nil, 0)
-		}
-	}
-	r := c.queueStateReads(ctx, pipe, queries)
-	r.headCmds = heads
-	return r
 }
 
 // cmdQueue takes the commands of one round trip: a go-redis pipeline, or commands collected
