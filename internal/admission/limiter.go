@@ -214,7 +214,7 @@ func (l *Limiter) decideLocked(ctx context.Context, now time.Time) (time.Duratio
 	if l.queue.Len() >= l.o.MaxQueue {
 		return 0, l.refusalLocked("queue full", now)
 	}
-	if l.inFlight.Len() >= l.o.MaxInFlight && now.Sub(l.lastDone) > l.o.MaxWait {
+	if l.inFlight.Len() >= l.o.MaxInFlight && now.Sub(l.fullSinceLocked()) > l.o.MaxWait {
 		// Every slot is taken and none has come free for longer than anyone may wait: the
 		// dependency has stopped answering, and a waiter would wait past MaxWait.
 		r := l.refusalLocked("stalled", now)
@@ -230,6 +230,26 @@ func (l *Limiter) decideLocked(ctx context.Context, now time.Time) (time.Duratio
 		return 0, l.refusalLocked("queue too long", now)
 	}
 	return budget, nil
+}
+
+// fullSinceLocked is when a slot last came free or was last taken, whichever is later: with
+// every slot taken, the time since then is how long the dependency has kept all of them. The
+// time of the last release alone would not do: after an idle spell (a gateway that just
+// started, or a quiet night) it is old, and a burst that has only just filled the slots would
+// read as a dependency that stopped answering long ago. l.mu is held.
+func (l *Limiter) fullSinceLocked() time.Time {
+	since := l.lastDone
+	if back := l.inFlight.Back(); back != nil {
+		since = later(since, back.Value.(time.Time))
+	}
+	return since
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // perSlotLocked is S: how long an operation is expected to hold a slot.

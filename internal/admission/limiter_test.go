@@ -153,6 +153,23 @@ func TestLimiterStalledRefusesAtOnce(t *testing.T) {
 	}
 }
 
+// Ensure a limiter that sat idle for longer than MaxWait (a gateway that just started) does not
+// read a burst that has only just taken every slot as a stall: the burst queues and is let
+// through as slots come free.
+func TestLimiterIdleThenBurstIsNotAStall(t *testing.T) {
+	l := New(Options{MaxInFlight: 2, MaxWait: 100 * time.Millisecond})
+	time.Sleep(150 * time.Millisecond) // idle for longer than MaxWait, nothing ever finished
+	first := mustAcquire(t, l, withTimeout(t, 10*time.Second))
+	second := mustAcquire(t, l, withTimeout(t, 10*time.Second))
+	go func() { time.Sleep(20 * time.Millisecond); first(); second() }()
+	for range 2 {
+		mustAcquire(t, l, withTimeout(t, 10*time.Second))()
+	}
+	if s := l.Stats(); s.Refused != 0 || s.Admitted != 4 {
+		t.Fatalf("stats after the burst: %+v, want 4 admitted and none refused", s)
+	}
+}
+
 // Ensure a full queue refuses.
 func TestLimiterQueueFull(t *testing.T) {
 	l := New(Options{MaxInFlight: 1, MaxQueue: 1, MaxWait: time.Minute})

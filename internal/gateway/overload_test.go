@@ -242,3 +242,60 @@ func TestOverloadBoundsRequestsThatNeedTheStore(t *testing.T) {
 		t.Errorf("the send after the store answered again got seq %d, want 3", m.Seq)
 	}
 }
+
+// Ensure a gateway that has been idle since it started takes a burst of sends as a burst: the
+// sends beyond the store's turns wait for one, and are not refused at once as if the store had
+// stopped answering because none has finished yet. (A refusal after a send waited its longest
+// wait for a turn is admission doing its job on a slow machine; one at once is the misreading.)
+func TestOverloadColdStartBurstIsAdmitted(t *testing.T) {
+	g := gatewaytest.StartWith(t, func(c *gateway.Config) {
+		c.Handler.RateLimit = -1
+	})
+	users := []string{"alice", "bob", "carol", "dave"}
+	tokens := map[string]string{}
+	for _, user := range users {
+		tokens[user] = g.Token(user)
+	}
+	// Idle for longer than the longest wait for a turn, as a gateway is between its start and
+	// its first clients.
+	time.Sleep(gateway.StoreRequestWait + 200*time.Millisecond)
+
+	burst := 2 * gateway.DefaultStoreRequests
+	type outcome struct {
+		took    time.Duration
+		refused bool
+		errs    []gatewaytest.Error
+	}
+	outcomes := make([]outcome, burst)
+	var wg sync.WaitGroup
+	for i := range burst {
+		from, to := users[i%len(users)], users[(i+1)%len(users)]
+		wg.Go(func() {
+			began := time.Now()
+			resp, r, err := gatewaytest.Call(g.URL, tokens[from], "", gatewaytest.SendMutation,
+				map[string]any{"in": map[string]any{"recvID": to, "contentType": 101, "content": fmt.Sprintf("burst %d", i)}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			outcomes[i] = outcome{took: time.Since(began), refused: resp.StatusCode == http.StatusServiceUnavailable, errs: r.Errors}
+		})
+	}
+	wg.Wait()
+	served := 0
+	for i, o := range outcomes {
+		switch {
+		case o.refused && o.took < gateway.StoreRequestWait/2:
+			t.Errorf("send %d of the burst was refused after %v, without waiting for a turn: %+v", i, o.took, o.errs)
+		case o.refused:
+			t.Logf("send %d was refused after waiting %v for a turn (a slow machine)", i, o.took)
+		case len(o.errs) > 0:
+			t.Errorf("send %d failed: %+v", i, o.errs)
+		default:
+			served++
+		}
+	}
+	if served < gateway.DefaultStoreRequests {
+		t.Errorf("%d of %d sends served, want at least the %d that find a turn free", served, burst, gateway.DefaultStoreRequests)
+	}
+}
