@@ -1,5 +1,13 @@
 package gateway_test
 
+// The abuse suite: what a client we do not expect sends a running gateway, each played over
+// real HTTP or WebSocket against the real handler, asserting the refusal and that nothing was
+// stored or leaked. A new hole found in the trust boundary gets its attack here, beside the
+// others. The documented request limits (body size, tokens, depth, aliases, complexity, rate)
+// are played by TestLimitsRefuseBeforeStoreWork and the connection limits by
+// TestWebSocketConnectionLimits and TestAnonymousRateLimit; docs/security.md lists the defaults
+// these tests hold the gateway to.
+
 import (
 	"encoding/json"
 	"net/http"
