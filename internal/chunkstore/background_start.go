@@ -45,6 +45,7 @@ func (s *Store) prepareInBackground(ctx context.Context, db *mongo.Database, opt
 			// What the preparation learnt of the server and the collections' layout; the
 			// Store's operations read it only after ready is closed.
 			s.leases, s.ferret, s.natural = prepared.leases, prepared.ferret, prepared.natural
+			s.senderlessClientMsgIDs = prepared.senderlessClientMsgIDs
 			close(s.ready)
 			return
 		}

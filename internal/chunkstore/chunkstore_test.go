@@ -659,15 +659,16 @@ func TestSeqDocuments(t *testing.T) {
 	})
 }
 
-// Ensure client message IDs are claimed once, and group membership round-trips.
+// Ensure client message IDs are claimed once per sender, and group membership round-trips.
 func TestClientMsgIDsAndGroups(t *testing.T) {
 	t.Parallel()
 	e := open(t)
 
 	t.Run("client message ids", func(t *testing.T) {
-		k1 := chunkstore.ClientMsgKey{ConversationID: conv, ClientMsgID: "c1"}
-		k2 := chunkstore.ClientMsgKey{ConversationID: conv, ClientMsgID: "c2"}
-		other := chunkstore.ClientMsgKey{ConversationID: "si_alice_carol", ClientMsgID: "c1"}
+		k1 := chunkstore.ClientMsgKey{ConversationID: conv, SendID: "alice", ClientMsgID: "c1"}
+		k2 := chunkstore.ClientMsgKey{ConversationID: conv, SendID: "alice", ClientMsgID: "c2"}
+		other := chunkstore.ClientMsgKey{ConversationID: "si_alice_carol", SendID: "alice", ClientMsgID: "c1"}
+		bobs := chunkstore.ClientMsgKey{ConversationID: conv, SendID: "bob", ClientMsgID: "c1"}
 		lost, err := e.store.ClaimClientMsgIDs(e.ctx, map[chunkstore.ClientMsgKey]int64{k1: 7})
 		if err != nil || len(lost) != 0 {
 			t.Fatalf("first claim = %v, %v; want empty", lost, err)
@@ -679,19 +680,24 @@ func TestClientMsgIDsAndGroups(t *testing.T) {
 		if len(lost) != 1 || lost[k1] != 7 {
 			t.Fatalf("second claim = %v, want {k1: 7}", lost)
 		}
-		found, err := e.store.FindClientMsgSeqs(e.ctx, []chunkstore.ClientMsgKey{k1, k2, other})
+		found, err := e.store.FindClientMsgSeqs(e.ctx, []chunkstore.ClientMsgKey{k1, k2, other, bobs})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(found) != 2 || found[k1] != 7 || found[k2] != 10 {
-			t.Fatalf("found %v, want {k1: 7, k2: 10}", found)
+		if len(found) != 2 || found[k1] != (chunkstore.ClientMsgSeq{Seq: 7}) || found[k2] != (chunkstore.ClientMsgSeq{Seq: 10}) {
+			t.Fatalf("found %v, want {k1: 7, k2: 10} and nothing for another sender's c1", found)
+		}
+		// Another sender's message with the same ID is another message: its claim is its own.
+		lost, err = e.store.ClaimClientMsgIDs(e.ctx, map[chunkstore.ClientMsgKey]int64{bobs: 11})
+		if err != nil || len(lost) != 0 {
+			t.Fatalf("bob's claim of alice's c1 = %v, %v; want his own", lost, err)
 		}
 		if err := e.store.MoveClientMsgSeq(e.ctx, k2, 12); err != nil {
 			t.Fatal(err)
 		}
-		found, err = e.store.FindClientMsgSeqs(e.ctx, []chunkstore.ClientMsgKey{k2})
-		if err != nil || found[k2] != 12 {
-			t.Fatalf("after move: %v, %v; want k2 at 12", found, err)
+		found, err = e.store.FindClientMsgSeqs(e.ctx, []chunkstore.ClientMsgKey{k1, k2, bobs})
+		if err != nil || found[k1].Seq != 7 || found[k2].Seq != 12 || found[bobs].Seq != 11 {
+			t.Fatalf("after move: %v, %v; want k1 at 7, k2 at 12, bob's c1 at 11", found, err)
 		}
 	})
 

@@ -26,10 +26,15 @@
 //	seq_user       one document per user and conversation:
 //	               {_id: "<conversationID>|<userID>", conversation_id, user_id, read_seq, min_seq};
 //	               unique index on both fields.
-//	msg_client_id  one document per stored message that has a client message ID:
+//	msg_client_key one document per stored message that has a client message ID:
+//	               {_id: "<conversationID>|<sendID>|<clientMsgID>", conversation_id, send_id,
+//	               client_msg_id, seq}; unique index on the three fields. A retried send finds its
+//	               original seq here instead of storing a duplicate; the sender is part of the key,
+//	               so a send with another sender's ID finds nothing (client_msg_id.go).
+//	msg_client_id  the same, as versions before msg_client_key wrote it, without the sender:
 //	               {_id: "<conversationID>|<clientMsgID>", conversation_id, client_msg_id, seq};
-//	               unique index on both fields. A retried send finds its original seq here
-//	               instead of storing a duplicate.
+//	               unique index on both fields. Read, never written: a key with no document in
+//	               msg_client_key is looked up here, while the collection is not empty.
 //	group_member   one document per group member: {_id: "<groupID>|<userID>", group_id, user_id,
 //	               role}; unique index on both fields.
 //	user_conversation one document per user and conversation on the user's list:

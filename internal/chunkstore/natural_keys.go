@@ -34,7 +34,8 @@ import (
 //	msg               _id = doc_id ("<conversationID>:<index>")
 //	seq               _id = conversation_id
 //	seq_user          _id = "<conversationID>|<userID>"
-//	msg_client_id     _id = "<conversationID>|<clientMsgID>"
+//	msg_client_id     _id = "<conversationID>|<clientMsgID>" (an earlier version's; read only)
+//	msg_client_key    _id = "<conversationID>|<sendID>|<clientMsgID>"
 //	group_member      _id = "<groupID>|<userID>"
 //	user_conversation _id = "<userID>|<conversationID>"
 //
@@ -54,7 +55,7 @@ const CollectionLayout = "store_layout"
 
 // keyedCollections are the collections whose documents get natural _ids.
 var keyedCollections = []string{
-	CollectionChunks, CollectionSeqs, CollectionUserSeqs, CollectionClientMsgID,
+	CollectionChunks, CollectionSeqs, CollectionUserSeqs, CollectionClientMsgID, CollectionClientMsgKey,
 	CollectionGroupMember, CollectionUserConversation,
 }
 

@@ -3,6 +3,7 @@ package chunkstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -21,7 +22,8 @@ import (
 // keyed are the collections whose documents msggate keys by natural _id.
 var keyed = []string{
 	chunkstore.CollectionChunks, chunkstore.CollectionSeqs, chunkstore.CollectionUserSeqs,
-	chunkstore.CollectionClientMsgID, chunkstore.CollectionGroupMember, chunkstore.CollectionUserConversation,
+	chunkstore.CollectionClientMsgID, chunkstore.CollectionClientMsgKey, chunkstore.CollectionGroupMember,
+	chunkstore.CollectionUserConversation,
 }
 
 // filters records the filter of every find, update, delete and findAndModify statement sent to
@@ -127,7 +129,7 @@ func TestEveryLookupIsByID(t *testing.T) {
 	}
 	// A send: dedupe, claim, allocate, write (a new chunk, then appends, a retry and a
 	// collision), record, announce.
-	key := chunkstore.ClientMsgKey{ConversationID: conv, ClientMsgID: "c|1"}
+	key := chunkstore.ClientMsgKey{ConversationID: conv, SendID: "alice", ClientMsgID: "c|1"}
 	_, err = store.FindClientMsgSeqs(ctx, []chunkstore.ClientMsgKey{key})
 	must(err)
 	_, err = store.ClaimClientMsgIDs(ctx, map[chunkstore.ClientMsgKey]int64{key: 1})
@@ -212,10 +214,14 @@ func TestEveryLookupIsByID(t *testing.T) {
 		}
 	}
 	for _, c := range []string{chunkstore.CollectionChunks, chunkstore.CollectionSeqs, chunkstore.CollectionUserSeqs,
-		chunkstore.CollectionClientMsgID, chunkstore.CollectionGroupMember, chunkstore.CollectionUserConversation} {
+		chunkstore.CollectionClientMsgKey, chunkstore.CollectionGroupMember, chunkstore.CollectionUserConversation} {
 		if byColl[c] == 0 {
 			t.Errorf("no lookup on %s was checked", c)
 		}
+	}
+	// A new store has no client message IDs of an earlier version: a send does not look there.
+	if n := byColl[chunkstore.CollectionClientMsgID]; n != 0 {
+		t.Errorf("a new store looked up %d client message IDs of an earlier version", n)
 	}
 	t.Logf("%d statements checked: %v", len(seen), byColl)
 }
@@ -244,7 +250,7 @@ func TestNaturalKeysKeepOpenIMFields(t *testing.T) {
 	if err := e.store.RaiseReadSeqs(ctx, map[chunkstore.UserSeqKey]int64{{ConversationID: conv, UserID: "bob"}: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.ClaimClientMsgIDs(ctx, map[chunkstore.ClientMsgKey]int64{{ConversationID: conv, ClientMsgID: "x|y"}: 3}); err != nil {
+	if _, err := e.store.ClaimClientMsgIDs(ctx, map[chunkstore.ClientMsgKey]int64{{ConversationID: conv, SendID: "alice", ClientMsgID: "x|y"}: 3}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.store.SetGroupMembers(ctx, "g1", []chunkstore.GroupMember{{GroupID: "g1", UserID: "alice", Role: 1}}); err != nil {
@@ -264,8 +270,8 @@ func TestNaturalKeysKeepOpenIMFields(t *testing.T) {
 		{chunkstore.CollectionSeqs, bson.D{{Key: "conversation_id", Value: conv}}, conv, bson.M{"conversation_id": conv, "max_seq": int64(3)}},
 		{chunkstore.CollectionUserSeqs, bson.D{{Key: "conversation_id", Value: conv}, {Key: "user_id", Value: "bob"}}, conv + "|bob",
 			bson.M{"conversation_id": conv, "user_id": "bob", "read_seq": int64(2)}},
-		{chunkstore.CollectionClientMsgID, bson.D{{Key: "conversation_id", Value: conv}, {Key: "client_msg_id", Value: "x|y"}}, conv + "|x|y",
-			bson.M{"conversation_id": conv, "client_msg_id": "x|y", "seq": int64(3)}},
+		{chunkstore.CollectionClientMsgKey, bson.D{{Key: "conversation_id", Value: conv}, {Key: "client_msg_id", Value: "x|y"}}, conv + "|alice|x|y",
+			bson.M{"conversation_id": conv, "send_id": "alice", "client_msg_id": "x|y", "seq": int64(3)}},
 		{chunkstore.CollectionGroupMember, bson.D{{Key: "group_id", Value: "g1"}, {Key: "user_id", Value: "alice"}}, "g1|alice",
 			bson.M{"group_id": "g1", "user_id": "alice", "role": int32(1)}},
 		{chunkstore.CollectionUserConversation, bson.D{{Key: "user_id", Value: "alice"}, {Key: "conversation_id", Value: conv}}, "alice|" + conv,
@@ -349,8 +355,10 @@ func TestLegacyStoreIsReadByField(t *testing.T) {
 	if err != nil || us[chunkstore.UserSeqKey{ConversationID: conv, UserID: "bob"}].ReadSeq != 2 {
 		t.Fatalf("FindUserSeqs: %v, %v", us, err)
 	}
-	oldKey := chunkstore.ClientMsgKey{ConversationID: conv, ClientMsgID: "cm-3-old"}
-	if got, err := store.FindClientMsgSeqs(ctx, []chunkstore.ClientMsgKey{oldKey}); err != nil || got[oldKey] != 3 {
+	// The earlier version's client message ID is found for its sender, unowned: the document
+	// does not say who that was.
+	oldKey := chunkstore.ClientMsgKey{ConversationID: conv, SendID: "alice", ClientMsgID: "cm-3-old"}
+	if got, err := store.FindClientMsgSeqs(ctx, []chunkstore.ClientMsgKey{oldKey}); err != nil || got[oldKey] != (chunkstore.ClientMsgSeq{Seq: 3, Unowned: true}) {
 		t.Fatalf("FindClientMsgSeqs: %v, %v", got, err)
 	}
 
@@ -372,8 +380,15 @@ func TestLegacyStoreIsReadByField(t *testing.T) {
 	if err := store.RaiseReadSeqs(ctx, map[chunkstore.UserSeqKey]int64{{ConversationID: conv, UserID: "bob"}: 4}); err != nil {
 		t.Fatal(err)
 	}
-	if lost, err := store.ClaimClientMsgIDs(ctx, map[chunkstore.ClientMsgKey]int64{oldKey: 7}); err != nil || lost[oldKey] != 3 {
+	// A claim goes beside the old document, as the key's own; the old document stays.
+	if lost, err := store.ClaimClientMsgIDs(ctx, map[chunkstore.ClientMsgKey]int64{oldKey: 7}); err != nil || len(lost) != 0 {
 		t.Fatalf("a claim of an old client message ID: %v, %v", lost, err)
+	}
+	if got, err := store.FindClientMsgSeqs(ctx, []chunkstore.ClientMsgKey{oldKey}); err != nil || got[oldKey] != (chunkstore.ClientMsgSeq{Seq: 7}) {
+		t.Fatalf("FindClientMsgSeqs after the claim: %v, %v", got, err)
+	}
+	if d := rawDoc(t, db, chunkstore.CollectionClientMsgID, bson.D{{Key: "client_msg_id", Value: "cm-3-old"}}); d["seq"] != int64(3) {
+		t.Fatalf("the old client message ID document changed: %v", d)
 	}
 	if ok, err := store.Revoke(ctx, conv, 2, im.Revoke{UserID: "alice", Time: 1}); err != nil || !ok {
 		t.Fatalf("Revoke: %v, %v", ok, err)
@@ -433,5 +448,58 @@ func TestNaturalKeySeparatorRefused(t *testing.T) {
 	}
 	if _, err := e.store.FindUserSeqs(e.ctx, []chunkstore.UserSeqKey{{ConversationID: "si_a|b_c", UserID: "d"}}); err == nil {
 		t.Fatal("a conversation ID with '|' was looked up")
+	}
+}
+
+// Ensure the client message IDs an earlier version kept without their sender still answer
+// after the upgrade, in either layout that version wrote them in: every sender's key finds the
+// old seq, marked unowned (whose it is, only the slot tells), a claim of a key's own is kept
+// beside it and found first from then on, and the old document is only read.
+func TestClientMsgIDsOfAnEarlierVersion(t *testing.T) {
+	t.Parallel()
+	for _, natural := range []bool{true, false} {
+		t.Run(fmt.Sprintf("natural ids %v", natural), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := testenv.Mongo(t).Connect(t, nil)
+			const group = "sg_team"
+			old := bson.D{{Key: "conversation_id", Value: group}, {Key: "client_msg_id", Value: "x|1"}, {Key: "seq", Value: int64(5)}}
+			if natural {
+				// The version before opened the collection empty and keyed it by natural _id.
+				if _, err := chunkstore.Open(ctx, db); err != nil {
+					t.Fatal(err)
+				}
+				old = append(bson.D{{Key: "_id", Value: group + "|x|1"}}, old...)
+			}
+			if _, err := db.Collection(chunkstore.CollectionClientMsgID).InsertOne(ctx, old); err != nil {
+				t.Fatal(err)
+			}
+			store, err := chunkstore.Open(ctx, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if byField := slices.Contains(store.LegacyCollections(), chunkstore.CollectionClientMsgID); byField == natural {
+				t.Fatalf("%s read by field: %v, want %v", chunkstore.CollectionClientMsgID, byField, !natural)
+			}
+			bob := chunkstore.ClientMsgKey{ConversationID: group, SendID: "bob", ClientMsgID: "x|1"}
+			carol := chunkstore.ClientMsgKey{ConversationID: group, SendID: "carol", ClientMsgID: "x|1"}
+			unseen := chunkstore.ClientMsgKey{ConversationID: group, SendID: "bob", ClientMsgID: "x|2"}
+			unowned := chunkstore.ClientMsgSeq{Seq: 5, Unowned: true}
+			found, err := store.FindClientMsgSeqs(ctx, []chunkstore.ClientMsgKey{bob, carol, unseen})
+			if err != nil || len(found) != 2 || found[bob] != unowned || found[carol] != unowned {
+				t.Fatalf("found %v, %v; want seq 5, unowned, for bob and carol, nothing for x|2", found, err)
+			}
+			if lost, err := store.ClaimClientMsgIDs(ctx, map[chunkstore.ClientMsgKey]int64{carol: 6}); err != nil || len(lost) != 0 {
+				t.Fatalf("carol's claim = %v, %v; want her own", lost, err)
+			}
+			found, err = store.FindClientMsgSeqs(ctx, []chunkstore.ClientMsgKey{bob, carol})
+			if err != nil || found[bob] != unowned || found[carol] != (chunkstore.ClientMsgSeq{Seq: 6}) {
+				t.Fatalf("after carol's claim: %v, %v; want bob at 5 unowned, carol at 6 her own", found, err)
+			}
+			n, err := db.Collection(chunkstore.CollectionClientMsgID).CountDocuments(ctx, bson.D{})
+			if d := rawDoc(t, db, chunkstore.CollectionClientMsgID, bson.D{{Key: "conversation_id", Value: group}}); err != nil || n != 1 || d["seq"] != int64(5) {
+				t.Fatalf("%s holds %d documents (%v), the old one %v; want it alone and unchanged", chunkstore.CollectionClientMsgID, n, err, d)
+			}
+		})
 	}
 }

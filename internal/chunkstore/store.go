@@ -19,9 +19,12 @@ import (
 
 // Collection names.
 const (
-	CollectionChunks      = "msg"
-	CollectionSeqs        = "seq"
-	CollectionUserSeqs    = "seq_user"
+	CollectionChunks   = "msg"
+	CollectionSeqs     = "seq"
+	CollectionUserSeqs = "seq_user"
+	// CollectionClientMsgID holds the client message IDs as versions before
+	// CollectionClientMsgKey kept them, without their sender (client_msg_id.go): read, never
+	// written.
 	CollectionClientMsgID = "msg_client_id"
 	CollectionGroupMember = "group_member"
 )
@@ -33,7 +36,9 @@ type Store struct {
 	seqs         *mongo.Collection
 	userSeqs     *mongo.Collection
 	clientMsgIDs *mongo.Collection
-	groupMembers *mongo.Collection
+	// clientMsgKeys holds the client message IDs by conversation and sender (client_msg_id.go).
+	clientMsgKeys *mongo.Collection
+	groupMembers  *mongo.Collection
 	// userConversations lists each user's conversations.
 	userConversations *mongo.Collection
 	// outbox holds the intents of changes not yet announced (outbox.go).
@@ -56,6 +61,9 @@ type Store struct {
 	ferret bool
 	// natural says per collection whether documents are keyed by natural _id.
 	natural keyLayout
+	// senderlessClientMsgIDs: CollectionClientMsgID held documents when the Store was opened,
+	// so a key without a claim of its own is looked up there too (client_msg_id.go).
+	senderlessClientMsgIDs bool
 }
 
 // Open returns a Store on the database and creates the indexes it relies on. Creating an index
@@ -68,12 +76,13 @@ func Open(ctx context.Context, db *mongo.Database) (*Store, error) {
 // open is Open with the options that concern the Store itself: SoleWriter and LockLease.
 func open(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) {
 	s := &Store{
-		db:           db,
-		chunks:       db.Collection(CollectionChunks),
-		seqs:         db.Collection(CollectionSeqs),
-		userSeqs:     db.Collection(CollectionUserSeqs),
-		clientMsgIDs: db.Collection(CollectionClientMsgID),
-		groupMembers: db.Collection(CollectionGroupMember),
+		db:            db,
+		chunks:        db.Collection(CollectionChunks),
+		seqs:          db.Collection(CollectionSeqs),
+		userSeqs:      db.Collection(CollectionUserSeqs),
+		clientMsgIDs:  db.Collection(CollectionClientMsgID),
+		clientMsgKeys: db.Collection(CollectionClientMsgKey),
+		groupMembers:  db.Collection(CollectionGroupMember),
 
 		userConversations: db.Collection(CollectionUserConversation),
 		outbox:            db.Collection(CollectionOutbox),
@@ -105,6 +114,7 @@ func open(ctx context.Context, db *mongo.Database, opts Options) (*Store, error)
 		{s.seqs, []string{"conversation_id"}},
 		{s.userSeqs, []string{"conversation_id", "user_id"}},
 		{s.clientMsgIDs, []string{"conversation_id", "client_msg_id"}},
+		{s.clientMsgKeys, []string{"conversation_id", "send_id", "client_msg_id"}},
 		{s.groupMembers, []string{"group_id", "user_id"}},
 		{s.userConversations, []string{"user_id", "conversation_id"}},
 	} {
@@ -124,6 +134,9 @@ func open(ctx context.Context, db *mongo.Database, opts Options) (*Store, error)
 		s.leases = newLeases(db, cmp.Or(opts.LockLease, DefaultLockLease))
 	}
 	if s.natural, err = openLayout(ctx, db); err != nil {
+		return nil, err
+	}
+	if s.senderlessClientMsgIDs, err = hasDocuments(ctx, s.clientMsgIDs); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -224,26 +237,32 @@ func findAll[T any](ctx context.Context, c *mongo.Collection, op string, filter 
 	return docs, nil
 }
 
-// pairFilter matches the documents whose two fields hold one of the given pairs, as one query
-// with a $in list per field rather than an $or of pairs: FerretDB evaluates a large $or clause
-// by clause and slows down badly, while $in costs one set lookup per document. The query may
-// also return pairs nobody asked for (one field from one pair, the other from another); the
-// caller drops those.
+// pairFilter matches the documents whose two fields hold one of the given pairs (tupleFilter).
 func pairFilter(fieldA, fieldB string, pairs [][2]string) bson.D {
-	var as, bs []string
-	seenA, seenB := map[string]bool{}, map[string]bool{}
-	for _, p := range pairs {
-		if !seenA[p[0]] {
-			seenA[p[0]] = true
-			as = append(as, p[0])
-		}
-		if !seenB[p[1]] {
-			seenB[p[1]] = true
-			bs = append(bs, p[1])
-		}
+	rows := make([][]string, len(pairs))
+	for i, p := range pairs {
+		rows[i] = p[:]
 	}
-	return bson.D{
-		{Key: fieldA, Value: bson.D{{Key: "$in", Value: as}}},
-		{Key: fieldB, Value: bson.D{{Key: "$in", Value: bs}}},
+	return tupleFilter([]string{fieldA, fieldB}, rows)
+}
+
+// tupleFilter matches the documents whose fields hold one of the given rows of values, as one
+// query with a $in list per field rather than an $or of rows: FerretDB evaluates a large $or
+// clause by clause and slows down badly, while $in costs one set lookup per document. The query
+// may also return rows nobody asked for (one field from one row, another from another); the
+// caller drops those.
+func tupleFilter(fields []string, rows [][]string) bson.D {
+	out := make(bson.D, len(fields))
+	for f, field := range fields {
+		var vals []string
+		seen := map[string]bool{}
+		for _, r := range rows {
+			if !seen[r[f]] {
+				seen[r[f]] = true
+				vals = append(vals, r[f])
+			}
+		}
+		out[f] = bson.E{Key: field, Value: bson.D{{Key: "$in", Value: vals}}}
 	}
+	return out
 }

@@ -104,7 +104,7 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 		if round == maxRounds {
 			return im.Errorf(im.ECONFLICT, "could not find free seqs for %d messages; retry", len(pending))
 		}
-		if err := in.allocate(ctx, pending, round > 0); err != nil {
+		if err := in.allocate(ctx, pending); err != nil {
 			return err
 		}
 		// The intent names the seqs this round writes, before any of them is written: if this
@@ -178,25 +178,29 @@ func (in *Ingester) finishSend(ctx context.Context, msgs []imsync.StoredMessage,
 // finishTimeout bounds the steps after the chunk writes, which run on when the caller has gone.
 const finishTimeout = 30 * time.Second
 
-// findRetries gives placements whose client message ID was seen before their earlier seq, and
-// marks later copies of the same message within the batch as retries of the first.
+// findRetries gives placements whose client message ID their sender used before their earlier
+// seq, and marks later copies of the same message within the batch as retries of the first. A
+// seq found unowned (a store of an earlier version) is tried the same way: the write finds the
+// slot taken unless it holds this sender's message (im.SameMessage), and the placement then
+// gets a new seq and a claim of its own.
 func (in *Ingester) findRetries(ctx context.Context, stored []*placement) error {
 	first, keys := batchCopies(stored)
 	seqs, err := in.store.FindClientMsgSeqs(ctx, keys)
 	if err != nil {
 		return err
 	}
-	for k, seq := range seqs {
+	for k, found := range seqs {
 		p := first[k]
-		p.msg.Seq, p.retry = seq, true
+		p.msg.Seq, p.retry, p.claimed = found.Seq, true, !found.Unowned
 	}
 	return nil
 }
 
 // allocate gives every pending placement without a seq a new one, a block per conversation,
-// in input order, and claims the client message IDs. moved is true in later rounds, when the
-// pending placements lost their seqs to other messages and their claims must follow.
-func (in *Ingester) allocate(ctx context.Context, pending []*placement, moved bool) error {
+// in input order, and claims the client message IDs. In later rounds, when pending placements
+// lost their seqs to other messages, a claim of their own follows them to the new seq; a
+// placement whose seq was found unowned has none yet and claims one.
+func (in *Ingester) allocate(ctx context.Context, pending []*placement) error {
 	claims := map[chunkstore.ClientMsgKey]int64{}
 	for _, b := range needingSeqs(pending) {
 		first, err := in.ledger.Allocate(ctx, b.conv, int64(len(b.ps)))
@@ -205,16 +209,17 @@ func (in *Ingester) allocate(ctx context.Context, pending []*placement, moved bo
 		}
 		for i, p := range b.ps {
 			p.msg.Seq = first + int64(i)
-			if p.dedup {
-				k := chunkstore.ClientMsgKey{ConversationID: b.conv, ClientMsgID: p.msg.ClientMsgID}
-				if moved {
-					if err := in.store.MoveClientMsgSeq(ctx, k, p.msg.Seq); err != nil {
-						return err
-					}
-				} else {
-					claims[k] = p.msg.Seq
-				}
+			if !p.dedup {
+				continue
 			}
+			if p.claimed {
+				if err := in.store.MoveClientMsgSeq(ctx, p.clientMsgKey(), p.msg.Seq); err != nil {
+					return err
+				}
+				continue
+			}
+			claims[p.clientMsgKey()] = p.msg.Seq
+			p.claimed = true
 		}
 	}
 	lost, err := in.store.ClaimClientMsgIDs(ctx, claims)
@@ -224,7 +229,10 @@ func (in *Ingester) allocate(ctx context.Context, pending []*placement, moved bo
 	// A concurrent send of the same message claimed first: use its seq. The seq allocated here
 	// stays unused and reads as a MISSING placeholder.
 	for _, p := range pending {
-		if seq, ok := lost[chunkstore.ClientMsgKey{ConversationID: p.conv, ClientMsgID: p.msg.ClientMsgID}]; ok {
+		if !p.dedup {
+			continue
+		}
+		if seq, ok := lost[p.clientMsgKey()]; ok {
 			p.msg.Seq, p.retry = seq, true
 		}
 	}
@@ -256,7 +264,9 @@ func (in *Ingester) write(ctx context.Context, pending []*placement) ([]*placeme
 			}
 			for i, o := range outcomes {
 				if o == chunkstore.Taken {
-					part.ps[i].msg.Seq = 0
+					// Another message holds the seq, so this one is stored nowhere yet: it gets a
+					// new seq as a new message, not as a retry.
+					part.ps[i].msg.Seq, part.ps[i].retry = 0, false
 					again = append(again, part.ps[i])
 				}
 			}

@@ -6,7 +6,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
@@ -23,6 +26,9 @@ type env struct {
 	store  *chunkstore.Store
 	ledger *imsync.Ledger
 	in     *ingest.Ingester
+	// db and redisAddr are where the stores are, for a second write path on them (reopen).
+	db        *mongo.Database
+	redisAddr string
 }
 
 func open(t *testing.T) *env { t.Helper(); return openWatched(t, nil) }
@@ -30,18 +36,27 @@ func open(t *testing.T) *env { t.Helper(); return openWatched(t, nil) }
 // openWatched is open with a monitor told of every MongoDB command.
 func openWatched(t *testing.T, monitor *event.CommandMonitor) *env {
 	t.Helper()
+	return openOn(t, testenv.Mongo(t).Connect(t, monitor), testenv.Redis(t).Addr())
+}
+
+// openOn opens the write path on a MongoDB database and a redis-server.
+func openOn(t *testing.T, db *mongo.Database, redisAddr string) *env {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	store, err := chunkstore.Open(ctx, testenv.Mongo(t).Connect(t, monitor))
+	store, err := chunkstore.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t).Addr()})
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	t.Cleanup(func() { _ = rdb.Close() })
 	c := cache.New(rdb, cache.Options{})
 	ledger := imsync.NewLedger(store, c, imsync.Options{})
-	return &env{ctx: ctx, store: store, ledger: ledger, in: ingest.New(store, c, ledger, ingest.Options{})}
+	return &env{ctx: ctx, store: store, ledger: ledger, in: ingest.New(store, c, ledger, ingest.Options{}), db: db, redisAddr: redisAddr}
 }
+
+// reopen opens a second write path on e's stores, as a gateway started afterwards would.
+func (e *env) reopen(t *testing.T) *env { t.Helper(); return openOn(t, e.db, e.redisAddr) }
 
 // send ingests messages and returns the seq of each one's first placement.
 func (e *env) send(t *testing.T, msgs ...*im.Message) []int64 {
@@ -117,6 +132,81 @@ func TestIngestStoresOnceAndRetriesKeepTheSeq(t *testing.T) {
 	if err != nil || len(ids) != 1 || ids[0] != conv {
 		t.Errorf("bob's conversation list %v, %v", ids, err)
 	}
+}
+
+// groupSend ingests one message of sender into the group "team" under a client message ID and
+// returns where it went.
+func (e *env) groupSend(t *testing.T, sender, clientMsgID, content string) ingest.Placed {
+	t.Helper()
+	res, err := e.in.Ingest(e.ctx, []*im.Message{{SendID: sender, GroupID: "team", ClientMsgID: clientMsgID, ContentType: 101, Content: content}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res[0].Placements[0]
+}
+
+// holds fails unless seqs 1, 2, ... of conv hold exactly the given contents, and the seq after
+// them nothing, and the conversation's max seq is the last of them.
+func (e *env) holds(t *testing.T, conv string, contents ...string) {
+	t.Helper()
+	for i, want := range contents {
+		if s := e.slot(t, conv, int64(i+1)); s == nil || s.Msg == nil || s.Msg.Content != want {
+			t.Errorf("seq %d holds %+v, want %q", i+1, s, want)
+		}
+	}
+	if s := e.slot(t, conv, int64(len(contents)+1)); s != nil && s.Msg != nil {
+		t.Errorf("seq %d holds %q by %s: a message was stored twice", len(contents)+1, s.Msg.Content, s.Msg.SendID)
+	}
+	if st := e.state(t, "bob", conv); st.MaxSeq != int64(len(contents)) {
+		t.Errorf("max seq %d, want %d", st.MaxSeq, len(contents))
+	}
+}
+
+// wantPlaced fails unless a send went to seq, as a duplicate of an earlier send or not.
+func wantPlaced(t *testing.T, what string, p ingest.Placed, seq int64, duplicate bool) {
+	t.Helper()
+	if p.Seq != seq || p.Duplicate != duplicate {
+		t.Errorf("%s got seq %d (duplicate %v), want seq %d (duplicate %v)", what, p.Seq, p.Duplicate, seq, duplicate)
+	}
+}
+
+// Ensure a client message ID names a send only together with its sender: in a group, carol's
+// send with the ID bob used is a new message of hers, and bob's retry still gets his seq, so
+// the group holds each message once.
+func TestClientMsgIDIsTheSendersOwn(t *testing.T) {
+	t.Parallel()
+	e := open(t)
+	wantPlaced(t, "bob's send", e.groupSend(t, "bob", "X", "bob's"), 1, false)
+	wantPlaced(t, "carol's send with bob's ID", e.groupSend(t, "carol", "X", "carol's"), 2, false)
+	wantPlaced(t, "bob's retry", e.groupSend(t, "bob", "X", "bob's"), 1, true)
+	wantPlaced(t, "carol's retry", e.groupSend(t, "carol", "X", "carol's"), 2, true)
+	e.holds(t, "sg_team", "bob's", "carol's")
+}
+
+// Ensure a client message ID recorded by an earlier version, without its sender, still gets
+// its sender's retry its seq after the upgrade, and does not give it to another sender.
+func TestClientMsgIDOfAnEarlierVersionIsTheSendersOwn(t *testing.T) {
+	t.Parallel()
+	before := open(t)
+	wantPlaced(t, "bob's send", before.groupSend(t, "bob", "X", "bob's"), 1, false)
+	// The store as the earlier version left it: the claim keyed by conversation and ID alone,
+	// under the natural _id that version gave it.
+	ctx := before.ctx
+	if _, err := before.db.Collection(chunkstore.CollectionClientMsgKey).DeleteMany(ctx, bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	old := bson.D{{Key: "conversation_id", Value: "sg_team"}, {Key: "client_msg_id", Value: "X"}, {Key: "seq", Value: int64(1)}}
+	if _, err := before.db.Collection(chunkstore.CollectionClientMsgID).ReplaceOne(ctx, bson.D{{Key: "_id", Value: "sg_team|X"}}, old,
+		options.Replace().SetUpsert(true)); err != nil {
+		t.Fatal(err)
+	}
+
+	e := before.reopen(t)
+	wantPlaced(t, "carol's send with bob's ID", e.groupSend(t, "carol", "X", "carol's"), 2, false)
+	wantPlaced(t, "bob's retry", e.groupSend(t, "bob", "X", "bob's"), 1, true)
+	wantPlaced(t, "carol's retry", e.groupSend(t, "carol", "X", "carol's"), 2, true)
+	wantPlaced(t, "bob's second retry", e.groupSend(t, "bob", "X", "bob's"), 1, true)
+	e.holds(t, "sg_team", "bob's", "carol's")
 }
 
 // Ensure MarkRead moves the read seq up (never down, never past the max seq) and flags the

@@ -22,6 +22,16 @@ type placement struct {
 	msg           *im.Message
 	dedup         bool // the client gave a message ID: remember its seq
 	retry         bool // seq came from an earlier send of the same message
+	// claimed: the placement's key (clientMsgKey) has a claim of its own, whose seq follows the
+	// placement's; false for a seq found unowned (chunkstore.ClientMsgSeq), which is not.
+	claimed bool
+}
+
+// clientMsgKey is what names the placement's message among earlier sends: its conversation,
+// its sender and the sender's client message ID. Another sender's message with the same ID is
+// another message.
+func (p *placement) clientMsgKey() chunkstore.ClientMsgKey {
+	return chunkstore.ClientMsgKey{ConversationID: p.conv, SendID: p.msg.SendID, ClientMsgID: p.msg.ClientMsgID}
 }
 
 // plan validates and categorises a batch and stamps what the server owns on each placement's
@@ -80,8 +90,8 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-// batchCopies marks later copies of one message within a batch (same conversation, same
-// client message ID) as retries of the first, sharing its message and so its seq. It returns
+// batchCopies marks later copies of one message within a batch (same conversation, sender
+// and client message ID) as retries of the first, sharing its message and so its seq. It returns
 // the first copies, by key, and their keys in batch order: the ones to look up earlier sends of.
 func batchCopies(stored []*placement) (map[chunkstore.ClientMsgKey]*placement, []chunkstore.ClientMsgKey) {
 	var keys []chunkstore.ClientMsgKey
@@ -90,7 +100,7 @@ func batchCopies(stored []*placement) (map[chunkstore.ClientMsgKey]*placement, [
 		if !p.dedup {
 			continue
 		}
-		k := chunkstore.ClientMsgKey{ConversationID: p.conv, ClientMsgID: p.msg.ClientMsgID}
+		k := p.clientMsgKey()
 		if f, ok := first[k]; ok {
 			p.retry, p.msg = true, f.msg
 			continue

@@ -91,27 +91,30 @@ func TestPlanRefusesTheBatch(t *testing.T) {
 }
 
 func place(conv, clientMsgID string, seq int64) *placement {
-	return &placement{conv: conv, dedup: clientMsgID != "", msg: &im.Message{ClientMsgID: clientMsgID, Seq: seq}}
+	return &placement{conv: conv, dedup: clientMsgID != "", msg: &im.Message{SendID: "bob", ClientMsgID: clientMsgID, Seq: seq}}
 }
 
 // Ensure a message sent twice within one batch is stored once: the second copy becomes a retry
-// of the first and shares its message, while the same client ID in another conversation, and
-// messages without a client ID, stay separate.
+// of the first and shares its message, while the same client ID in another conversation or by
+// another sender, and messages without a client ID, stay separate.
 func TestBatchCopies(t *testing.T) {
-	first := place("si_a_b", "x", 0)
-	copyOf := place("si_a_b", "x", 0)
-	other := place("si_a_c", "x", 0)
-	noID := place("si_a_b", "", 0)
-	noID2 := place("si_a_b", "", 0)
-	firsts, keys := batchCopies([]*placement{first, copyOf, other, noID, noID2})
+	first := place("sg_g", "x", 0)
+	copyOf := place("sg_g", "x", 0)
+	other := place("sg_h", "x", 0)
+	otherSender := place("sg_g", "x", 0)
+	otherSender.msg.SendID = "carol"
+	noID := place("sg_g", "", 0)
+	noID2 := place("sg_g", "", 0)
+	firsts, keys := batchCopies([]*placement{first, copyOf, other, otherSender, noID, noID2})
 	if !copyOf.retry || copyOf.msg != first.msg {
 		t.Errorf("the second copy is not a retry of the first: %+v", copyOf)
 	}
-	if first.retry || other.retry || noID.retry || noID2.retry || noID.msg == noID2.msg {
-		t.Errorf("distinct messages were merged: %+v %+v %+v", first, other, noID2)
+	if first.retry || other.retry || otherSender.retry || otherSender.msg == first.msg || noID.retry || noID2.retry || noID.msg == noID2.msg {
+		t.Errorf("distinct messages were merged: %+v %+v %+v %+v", first, other, otherSender, noID2)
 	}
-	want := []chunkstore.ClientMsgKey{{ConversationID: "si_a_b", ClientMsgID: "x"}, {ConversationID: "si_a_c", ClientMsgID: "x"}}
-	if fmt.Sprint(keys) != fmt.Sprint(want) || firsts[want[0]] != first || firsts[want[1]] != other || len(firsts) != 2 {
+	want := []chunkstore.ClientMsgKey{{ConversationID: "sg_g", SendID: "bob", ClientMsgID: "x"}, {ConversationID: "sg_h", SendID: "bob", ClientMsgID: "x"},
+		{ConversationID: "sg_g", SendID: "carol", ClientMsgID: "x"}}
+	if fmt.Sprint(keys) != fmt.Sprint(want) || firsts[want[0]] != first || firsts[want[1]] != other || firsts[want[2]] != otherSender || len(firsts) != 3 {
 		t.Errorf("keys to look up %v, want %v", keys, want)
 	}
 }
