@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -94,6 +95,33 @@ func (c *Cache) GetConversationListWithStates(ctx context.Context, userID string
 		}
 	}
 	return out, guessed, nil
+}
+
+// listVersionsBatch bounds the users whose list versions one pipeline reads.
+const listVersionsBatch = 1000
+
+// ConversationListVersions reads the versions of users' conversation lists, aligned with
+// userIDs ("" where a list has none): a GET each, many users a round trip. A version that
+// moved since a reader looked means the list changed since (every change moves it).
+func (c *Cache) ConversationListVersions(ctx context.Context, userIDs []string) ([]string, error) {
+	out := make([]string, len(userIDs))
+	for start := 0; start < len(userIDs); start += listVersionsBatch {
+		batch := userIDs[start:min(start+listVersionsBatch, len(userIDs))]
+		pipe := c.rdb.Pipeline()
+		gets := make([]*redis.StringCmd, len(batch))
+		for i, u := range batch {
+			gets[i] = pipe.Get(ctx, c.listKeys(u)[1])
+		}
+		_, _ = pipe.Exec(ctx) // each command's own error is looked at below
+		for i, g := range gets {
+			v, err := g.Result()
+			if err != nil && !errors.Is(err, redis.Nil) { // redis.Nil: no version
+				return nil, cacheError("get conversation list versions", err)
+			}
+			out[start+i] = v
+		}
+	}
+	return out, nil
 }
 
 // fillList caches a list read from MongoDB only while the version is the one the reader saw

@@ -111,6 +111,10 @@ type Config struct {
 	// Sync: the per-user event log and live subscriptions.
 	EventLogMaxLen int64         // events kept per user; default cache.DefaultEventLogMaxLen
 	EventLogMaxAge time.Duration // how long an event is kept; default cache.DefaultEventLogMaxAge
+	// MembershipCheck is how often live subscriptions are checked against their users' groups,
+	// which bounds how long a lost membership hint leaves a removed member receiving a group's
+	// events; default imsync.DefaultMembershipCheck (imsync.HubOptions.MembershipCheck).
+	MembershipCheck time.Duration
 
 	// Announcing every stored change (the outbox and its relay): how long a writer has to
 	// announce its own change before the relay may, and how often the relay looks.

@@ -166,7 +166,8 @@ func OpenObserved(ctx context.Context, cfg Config, obs Observers, logger *slog.L
 	g.Ledger = imsync.NewLedger(g.Store, g.Cache, imsync.Options{Logger: logger, IntentHandoff: cfg.IntentHandoff})
 	g.Ingest = ingest.New(g.Store, g.Cache, g.Ledger, ingest.Options{})
 	g.startRelay(logger)
-	g.Hub = imsync.NewHub(g.Ledger.Events(), g.Cache, imsync.HubOptions{OnDrop: g.Metrics.CountDroppedSubscriber})
+	g.Hub = imsync.NewHub(g.Ledger.Events(), g.Cache, imsync.HubOptions{OnDrop: g.Metrics.CountDroppedSubscriber,
+		MembershipCheck: cfg.MembershipCheck})
 	g.Metrics.WatchSubscribers(g.Hub.Subscribers)
 	g.Metrics.WatchLiveSubscribers(g.Hub.LiveSubscribers)
 	g.closers = append(g.closers, g.Hub.Close)

@@ -171,7 +171,12 @@ func (l *Ledger) SetGroup(ctx context.Context, groupID string, members []im.Grou
 		return err
 	}
 	// Live devices of the users who joined or left re-read which group streams they follow.
-	// Without this they would learn it at their next catch-up; a failure is logged only.
+	// A hint lost here (a failure is logged only, and a retry of the change, having nothing
+	// left to change, hints no one) is made up for by the hubs' membership check
+	// (HubOptions.MembershipCheck).
+	if err := l.outbox.Fault("resync"); err != nil {
+		return err
+	}
 	if err := l.cache.Resync(ctx, append(added, gone...)); err != nil {
 		l.opts.Logger.WarnContext(ctx, "telling devices their groups changed failed", "err", err)
 	}

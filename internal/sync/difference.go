@@ -28,8 +28,8 @@ type Difference struct {
 	Views map[string]MemberView
 }
 
-// Difference returns up to limit of userID's events after since (JOIN and LEAVE events come
-// on top). The user's own log is read first; the group streams share what is left of limit.
+// Difference returns up to limit of userID's events after since (JOIN events come on top).
+// The user's own log is read first, then LEAVEs; the group streams share what is left of limit.
 // Which groups the user is in comes from their conversation list: a group the token does not
 // follow gets a JOIN event with its counters and the stream's head, and a group it follows
 // that the user has left gets a LEAVE event.
@@ -51,12 +51,22 @@ func (e *EventLog) Difference(ctx context.Context, userID string, since im.SyncT
 		return Difference{}, err
 	}
 	now := time.Now().UnixMilli()
-	for _, id := range slices.Sorted(maps.Keys(since.Groups)) {
-		if !slices.Contains(groups, id) {
-			d.Events = append(d.Events, im.Event{Type: im.EventLeave, Stream: id, ConversationID: id, Time: now})
-		}
-	}
 	budget := limit - len(page.Events)
+	// The token is the client's: it may name thousands of groups the user was never in, each
+	// a LEAVE. LEAVEs count against limit like any event; those past it stay in the token, for
+	// the next page.
+	for _, id := range slices.Sorted(maps.Keys(since.Groups)) {
+		if _, member := slices.BinarySearch(groups, id); member {
+			continue
+		}
+		if budget <= 0 {
+			d.Token.Groups[id] = since.Groups[id]
+			d.HasMore = true
+			continue
+		}
+		d.Events = append(d.Events, im.Event{Type: im.EventLeave, Stream: id, ConversationID: id, Time: now})
+		budget--
+	}
 	var reads []cache.GroupRead
 	for _, id := range groups {
 		cur, followed := since.Groups[id]

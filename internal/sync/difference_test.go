@@ -132,3 +132,135 @@ func eventTypes(evs []im.Event) []string {
 	}
 	return out
 }
+
+// pageThrough follows user's difference from tok with limit until it has no more, and returns
+// the events and the last token. Each page must hold at most limit events besides JOINs.
+func pageThrough(t *testing.T, l *imsync.Ledger, user string, tok im.SyncToken, limit, maxPages int) ([]im.Event, im.SyncToken) {
+	t.Helper()
+	var all []im.Event
+	for pages := 0; ; pages++ {
+		if pages == maxPages {
+			t.Fatalf("the difference did not end in %d pages of %d", maxPages, limit)
+		}
+		d, err := l.Events().Difference(context.Background(), user, tok, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.TooLong {
+			t.Fatal("the difference answered too long")
+		}
+		counted := 0
+		for _, ev := range d.Events {
+			if ev.Type != im.EventJoin {
+				counted++
+			}
+		}
+		if counted > limit {
+			t.Fatalf("page %d of limit %d holds %d events", pages, limit, counted)
+		}
+		all, tok = append(all, d.Events...), d.Token
+		if !d.HasMore {
+			return all, tok
+		}
+	}
+}
+
+// Ensure a token naming thousands of groups the user was never in (a client can write any)
+// is answered in pages of limit events, its LEAVEs counted like any event, each once, and
+// ends at the user's head; and that a user who really left many groups converges the same way.
+func TestDifferenceCountsLeavesAgainstTheLimit(t *testing.T) {
+	ledgers, _, _ := newLedgers(t, 1)
+	l := ledgers[0]
+	ctx := context.Background()
+	owner := []im.GroupMember{{UserID: "u", Role: im.RoleOwner}}
+	if err := l.SetGroup(ctx, "kept", owner); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("forged", func(t *testing.T) {
+		head, err := l.Events().Head(ctx, "u")
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged := im.SyncToken{User: head.User, Groups: map[string]im.Cursor{}}
+		for id, c := range head.Groups {
+			forged.Groups[id] = c
+		}
+		const strangers = 2500
+		for i := range strangers {
+			forged.Groups[fmt.Sprintf("sg_f%05d", i)] = im.Cursor{Epoch: "1", Position: 7}
+		}
+		evs, tok := pageThrough(t, l, "u", forged, 100, strangers/100+2)
+		left := map[string]int{}
+		for _, ev := range evs {
+			if ev.Type != im.EventLeave {
+				t.Fatalf("from the forged token: %+v, want LEAVEs only", ev)
+			}
+			left[ev.Stream]++
+		}
+		for i := range strangers {
+			if id := fmt.Sprintf("sg_f%05d", i); left[id] != 1 {
+				t.Fatalf("%s: %d LEAVEs, want 1", id, left[id])
+			}
+		}
+		if tok.String() != head.String() {
+			t.Errorf("the forged token ends at %s, want the head %s", tok, head)
+		}
+	})
+
+	t.Run("honest", func(t *testing.T) {
+		const groups = 10
+		for i := range groups {
+			if err := l.SetGroup(ctx, fmt.Sprintf("gone%02d", i), owner); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sum, err := l.Events().Summary(ctx, "u")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range groups {
+			if err := l.SetGroup(ctx, fmt.Sprintf("gone%02d", i), []im.GroupMember{{UserID: "x", Role: im.RoleOwner}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var msgs []imsync.StoredMessage
+		for seq := int64(1); seq <= 3; seq++ {
+			msgs = append(msgs, imsync.StoredMessage{ConversationID: "sg_kept", Seq: seq, SendID: "u", SendTime: time.Now().UnixMilli()})
+		}
+		if err := l.RecordStored(ctx, msgs); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Events().AnnounceMessages(ctx, msgs); err != nil {
+			t.Fatal(err)
+		}
+		evs, tok := pageThrough(t, l, "u", sum.Token, 7, 10)
+		left, got := map[string]int{}, 0
+		for _, ev := range evs {
+			switch {
+			case ev.Type == im.EventLeave:
+				left[ev.Stream]++
+			case ev.Type == im.EventNewMessage && ev.Stream == "sg_kept":
+				got++
+			}
+		}
+		if len(left) != 2*groups {
+			t.Errorf("LEAVEs of %d streams, want %d (chat and notifications of %d groups)", len(left), 2*groups, groups)
+		}
+		for id, n := range left {
+			if n != 1 {
+				t.Errorf("%s: %d LEAVEs, want 1", id, n)
+			}
+		}
+		if got != 3 {
+			t.Errorf("%d messages of the group kept, want 3", got)
+		}
+		head, err := l.Events().Head(ctx, "u")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok.String() != head.String() {
+			t.Errorf("the token ends at %s, want the head %s", tok, head)
+		}
+	})
+}

@@ -25,8 +25,9 @@ type Options struct {
 	// (chunkstore.Intent.Due). Default DefaultIntentHandoff.
 	IntentHandoff time.Duration
 	// Fault, when set, is called at each step of a change (after its intent is recorded,
-	// after the store changed, after the announcement); an error stops the writer there,
-	// as if its process had died (ErrWriterStopped). For tests of what a dead writer leaves.
+	// after the store changed, after the announcement; for a group's member change, "resync"
+	// before its live devices are told); an error stops the writer there, as if its process
+	// had died (ErrWriterStopped). For tests of what a dead writer leaves.
 	Fault func(step string) error
 }
 

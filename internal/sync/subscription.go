@@ -30,7 +30,21 @@ type HubOptions struct {
 	// OnDrop, when set, is told why the hub ended a subscription ("slow_consumer",
 	// "shutdown"); the server feeds it to metrics.
 	OnDrop func(reason string)
+	// MembershipCheck is how often the hub checks that each subscription follows the group
+	// streams of exactly the groups its user is in. A membership change tells the user's live
+	// subscriptions at once (cache.Resync), but that hint is lost when its publish fails or
+	// its writer dies first; the check bounds how long a removed member then keeps receiving
+	// the group's events (and how long an added one waits for them). It costs one Redis GET
+	// per subscribed user, many users a round trip, and a read of the user's conversation list
+	// only when its version moved (or on the user's first check here): no MongoDB command while
+	// lists are cached, and nothing that grows with a group's size. Over a follower's log
+	// (NewFollowerLog, OpenIM mode) lists have no version and no check runs: that follower
+	// does not commit a change until its hint is published. Default DefaultMembershipCheck.
+	MembershipCheck time.Duration
 }
+
+// DefaultMembershipCheck is HubOptions.MembershipCheck's default.
+const DefaultMembershipCheck = 15 * time.Second
 
 // subscribeTimeout bounds the wait for Redis to confirm a subscription.
 const subscribeTimeout = 10 * time.Second
@@ -57,6 +71,10 @@ type Hub struct {
 	groups map[string]map[*Subscription]struct{}
 	// live counts the subscriptions past their first catch-up.
 	live atomic.Int64
+	// stopCheck ends the membership check's goroutine, which closes checkDone (nil when no
+	// check runs).
+	stopCheck context.CancelFunc
+	checkDone chan struct{}
 }
 
 // NewHub starts a Hub. Close it to release its Redis connection.
@@ -70,9 +88,17 @@ func NewHub(events *EventLog, c *cache.Cache, opts HubOptions) *Hub {
 	if opts.StallTimeout <= 0 {
 		opts.StallTimeout = 10 * time.Second
 	}
+	if opts.MembershipCheck <= 0 {
+		opts.MembershipCheck = DefaultMembershipCheck
+	}
 	h := &Hub{events: events, cache: c, opts: opts, users: map[string]map[*Subscription]struct{}{},
 		groups: map[string]map[*Subscription]struct{}{}}
 	h.feed = c.OpenEventFeed(h.deliver)
+	if v, ok := events.state.(listVersioner); ok {
+		ctx, cancel := context.WithCancel(context.Background())
+		h.stopCheck, h.checkDone = cancel, make(chan struct{})
+		go h.checkMemberships(ctx, v)
+	}
 	return h
 }
 
@@ -111,6 +137,10 @@ func (h *Hub) dropped(reason string) {
 
 // Close ends every subscription and stops the hub's Redis subscription.
 func (h *Hub) Close() error {
+	if h.stopCheck != nil {
+		h.stopCheck()
+		<-h.checkDone
+	}
 	h.EndAll(ErrShuttingDown)
 	return h.feed.Close()
 }
@@ -148,13 +178,19 @@ func (h *Hub) deliver(userID, group string, ev *im.Event) {
 		subs = h.groups[group]
 	}
 	for s := range subs {
+		s.offerLocked(ev)
+	}
+}
+
+// offerLocked queues ev (nil: re-read the logs) for s without waiting; when s's buffer is full,
+// s is told it overflowed instead. h.mu must be held.
+func (s *Subscription) offerLocked(ev *im.Event) {
+	select {
+	case s.live <- ev:
+	default:
 		select {
-		case s.live <- ev:
-		default:
-			select {
-			case s.overflow <- struct{}{}:
-			default: // already told
-			}
+		case s.overflow <- struct{}{}:
+		default: // already told
 		}
 	}
 }
@@ -171,8 +207,10 @@ type Subscription struct {
 	cancel   context.CancelCauseFunc
 	once     gosync.Once
 	// following is the set of group streams whose channels deliver to this subscription;
-	// guarded by hub.mu, changed by Run's goroutine under hub.opMu.
+	// guarded by hub.mu, changed by Run's goroutine under hub.opMu. synced (guarded by hub.mu)
+	// is set once following was first made what a read of the user's groups said.
 	following map[string]struct{}
+	synced    bool
 	// head is the user's log head when the subscription began: where Run starts without a
 	// token, so that no event of the user's log appended after Subscribe returned is missed.
 	// nil when Redis could not tell it then.
@@ -297,6 +335,9 @@ func (s *Subscription) follow(groups map[string]im.Cursor) (bool, error) {
 			return false, err
 		}
 	}
+	h.mu.Lock()
+	s.synced = true
+	h.mu.Unlock()
 	return len(added) > 0, nil
 }
 
