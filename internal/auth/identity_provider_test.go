@@ -8,6 +8,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -264,7 +265,8 @@ func TestIdentityProviderKeyRefresh(t *testing.T) {
 		}))
 		defer slow.Close()
 		start := time.Now()
-		_, err := auth.NewIdentityProvider(ctx, auth.IdentityProviderOptions{JWKS: slow.URL, HTTPClient: slow.Client(), Timeout: 200 * time.Millisecond})
+		_, err := auth.NewIdentityProvider(ctx, auth.IdentityProviderOptions{JWKS: slow.URL, HTTPClient: slow.Client(),
+			Issuer: issuer, Audience: audience, Timeout: 200 * time.Millisecond})
 		if err == nil || time.Since(start) > 5*time.Second {
 			t.Errorf("a provider that never answers: %v after %v, want an error after about 200ms", err, time.Since(start))
 		}
@@ -284,7 +286,9 @@ func TestIdentityProviderConfiguration(t *testing.T) {
 		return p
 	}
 	ctx := context.Background()
-	p, err := auth.NewIdentityProvider(ctx, auth.IdentityProviderOptions{JWKS: write("jwks.json", jwksDoc(ecJWK("ec1", &k.ec.PublicKey)))})
+	jwksFile := write("jwks.json", jwksDoc(ecJWK("ec1", &k.ec.PublicKey)))
+	// A key file is the operator's own: no issuer is required for it.
+	p, err := auth.NewIdentityProvider(ctx, auth.IdentityProviderOptions{JWKS: jwksFile, Audience: audience})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,16 +300,68 @@ func TestIdentityProviderConfiguration(t *testing.T) {
 	for name, opts := range map[string]auth.IdentityProviderOptions{
 		"no JWKS":          {},
 		"http URL":         {JWKS: "http://id.example.com/jwks.json"},
-		"missing file":     {JWKS: filepath.Join(dir, "nope.json")},
-		"not a key set":    {JWKS: write("html", []byte("<html>"))},
-		"only a short key": {JWKS: write("short.json", jwksDoc(rsaJWK("s", &small.PublicKey)))},
-		"only an HMAC key": {JWKS: write("oct.json", jwksDoc(map[string]any{"kty": "oct", "k": "c2VjcmV0"}))},
+		"missing file":     {JWKS: filepath.Join(dir, "nope.json"), Audience: audience},
+		"not a key set":    {JWKS: write("html", []byte("<html>")), Audience: audience},
+		"only a short key": {JWKS: write("short.json", jwksDoc(rsaJWK("s", &small.PublicKey))), Audience: audience},
+		"only an HMAC key": {JWKS: write("oct.json", jwksDoc(map[string]any{"kty": "oct", "k": "c2VjcmV0"})), Audience: audience},
 		"unknown algorithm": {JWKS: write("ok.json", jwksDoc(ecJWK("ec1", &k.ec.PublicKey))),
-			Algorithms: []string{"HS256"}},
+			Audience: audience, Algorithms: []string{"HS256"}},
 	} {
 		if _, err := auth.NewIdentityProvider(ctx, opts); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// Ensure a provider is refused at start without an audience (its keys sign the tokens of all
+// its applications), and without an issuer when its keys come from a URL (they may sign for
+// several issuers), unless the options say explicitly that any will do; and that then a token
+// for another application signs in only when they do.
+func TestIdentityProviderRequiresAudienceAndIssuer(t *testing.T) {
+	k := testKeys(t)
+	s := serveJWKS(t, jwksDoc(rsaJWK("rsa1", &k.rsa.PublicKey)))
+	file := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(file, jwksDoc(rsaJWK("rsa1", &k.rsa.PublicKey)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	url := s.URL + "/jwks.json"
+	for name, tc := range map[string]struct {
+		opts auth.IdentityProviderOptions
+		want []error
+	}{
+		"URL, neither":      {auth.IdentityProviderOptions{JWKS: url}, []error{auth.ErrAudienceRequired, auth.ErrIssuerRequired}},
+		"URL, no audience":  {auth.IdentityProviderOptions{JWKS: url, Issuer: issuer}, []error{auth.ErrAudienceRequired}},
+		"URL, no issuer":    {auth.IdentityProviderOptions{JWKS: url, Audience: audience}, []error{auth.ErrIssuerRequired}},
+		"file, no audience": {auth.IdentityProviderOptions{JWKS: file, Issuer: issuer}, []error{auth.ErrAudienceRequired}},
+		"URL, any issuer":   {auth.IdentityProviderOptions{JWKS: url, AnyIssuer: true}, []error{auth.ErrAudienceRequired}},
+		"URL, any audience": {auth.IdentityProviderOptions{JWKS: url, AnyAudience: true}, []error{auth.ErrIssuerRequired}},
+	} {
+		tc.opts.HTTPClient = s.Client()
+		_, err := auth.NewIdentityProvider(ctx, tc.opts)
+		for _, want := range tc.want {
+			if !errors.Is(err, want) {
+				t.Errorf("%s: %v, want %v", name, err, want)
+			}
+		}
+	}
+	if n := s.fetches.Load(); n != 0 {
+		t.Errorf("refused options read the key set %d times, want never", n)
+	}
+
+	forOther := sign(t, jwt.SigningMethodRS256, k.rsa, "rsa1", claims("alice", func(c jwt.MapClaims) { c["aud"] = "another-app" }))
+	strict := provider(t, s, nil)
+	if v, err := strict.Authenticate(ctx, forOther); im.ErrorCode(err) != im.EUNAUTHENTICATED {
+		t.Errorf("a token for another application: %+v, %v; want EUNAUTHENTICATED", v, err)
+	}
+	anyAud := provider(t, s, func(o *auth.IdentityProviderOptions) { o.Audience, o.AnyAudience = "", true })
+	if v, err := anyAud.Authenticate(ctx, forOther); err != nil || v.UserID != "alice" {
+		t.Errorf("a token for another application with AnyAudience: %+v, %v; want alice", v, err)
+	}
+	otherIssuer := sign(t, jwt.SigningMethodRS256, k.rsa, "rsa1", claims("alice", func(c jwt.MapClaims) { c["iss"] = "https://id.example.com/realms/other" }))
+	anyIss := provider(t, s, func(o *auth.IdentityProviderOptions) { o.Issuer, o.AnyIssuer = "", true })
+	if v, err := anyIss.Authenticate(ctx, otherIssuer); err != nil || v.UserID != "alice" {
+		t.Errorf("a token of another issuer with AnyIssuer: %+v, %v; want alice", v, err)
 	}
 }
 
