@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -96,6 +97,7 @@ type jwksServer struct {
 	mu      sync.Mutex
 	doc     []byte
 	status  int
+	delay   time.Duration // before each answer
 	fetches atomic.Int64
 }
 
@@ -104,8 +106,13 @@ func serveJWKS(t *testing.T, doc []byte) *jwksServer {
 	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.fetches.Add(1)
 		s.mu.Lock()
-		doc, status := s.doc, s.status
+		doc, status, delay := s.doc, s.status, s.delay
 		s.mu.Unlock()
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_, _ = w.Write(doc)
@@ -117,6 +124,12 @@ func serveJWKS(t *testing.T, doc []byte) *jwksServer {
 func (s *jwksServer) set(doc []byte, status int) {
 	s.mu.Lock()
 	s.doc, s.status = doc, status
+	s.mu.Unlock()
+}
+
+func (s *jwksServer) slow(delay time.Duration) {
+	s.mu.Lock()
+	s.delay = delay
 	s.mu.Unlock()
 }
 
@@ -271,6 +284,111 @@ func TestIdentityProviderKeyRefresh(t *testing.T) {
 			t.Errorf("a provider that never answers: %v after %v, want an error after about 200ms", err, time.Since(start))
 		}
 	})
+}
+
+// Ensure a client that hangs up while its unknown key ID has the keys read again does not make
+// that read fail: the rotated key it brings in signs in at once, not after MinRefresh; and the
+// requests that need the keys meanwhile share that one read.
+func TestIdentityProviderKeyReadOutlivesClient(t *testing.T) {
+	k := testKeys(t)
+	s := serveJWKS(t, jwksDoc(rsaJWK("rsa1", &k.rsa.PublicKey)))
+	const minRefresh, readTime = time.Second, 300 * time.Millisecond
+	p := provider(t, s, func(o *auth.IdentityProviderOptions) { o.MinRefresh = minRefresh })
+	s.set(jwksDoc(rsaJWK("rsa1", &k.rsa.PublicKey), rsaJWK("rsa2", &k.rsa2.PublicKey)), http.StatusOK)
+	s.slow(readTime)
+	time.Sleep(minRefresh) // since the start's read
+
+	ctx, hangUp := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer hangUp()
+	start := time.Now()
+	made := sign(t, jwt.SigningMethodRS256, k.outsider, "made-up", claims("mallory", nil))
+	if v, err := p.Authenticate(ctx, made); err == nil {
+		t.Fatalf("a made-up key ID: %+v", v)
+	}
+	if d := time.Since(start); d >= readTime {
+		t.Errorf("a client that hung up waited %v, the whole read", d)
+	}
+
+	rotated := sign(t, jwt.SigningMethodRS256, k.rsa2, "rsa2", claims("alice", nil))
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for range 20 {
+		wg.Go(func() {
+			v, err := p.Authenticate(context.Background(), rotated)
+			if err == nil && v.UserID != "alice" {
+				err = errors.New("signed in as " + v.UserID)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a token of the rotated key after a client hung up on the read: %v, want alice", err)
+		}
+	}
+	if n := s.fetches.Load(); n != 2 {
+		t.Errorf("%d reads of the key set, want 2 (the start, and the one all these requests shared)", n)
+	}
+}
+
+// Ensure a flood of tokens with made-up key IDs, from clients that hang up at once, neither
+// keeps a rotated key out (its tokens sign in within MinRefresh and one read of the rotation)
+// nor reads the key set more than once per MinRefresh.
+func TestIdentityProviderRotationUnderUnknownKeyFlood(t *testing.T) {
+	k := testKeys(t)
+	s := serveJWKS(t, jwksDoc(rsaJWK("rsa1", &k.rsa.PublicKey)))
+	const minRefresh, readTime = 400 * time.Millisecond, 50 * time.Millisecond
+	p := provider(t, s, func(o *auth.IdentityProviderOptions) { o.MinRefresh = minRefresh })
+	s.slow(readTime)
+	var made []string
+	for i := range 16 {
+		made = append(made, sign(t, jwt.SigningMethodRS256, k.outsider, fmt.Sprintf("made-up-%d", i), claims("mallory", nil)))
+	}
+
+	floodStart := time.Now()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, hangUp := context.WithTimeout(context.Background(), time.Millisecond)
+				_, _ = p.Authenticate(ctx, made[(i+n)%len(made)])
+				hangUp()
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+
+	time.Sleep(2 * minRefresh)
+	rotatedAt := time.Now()
+	s.set(jwksDoc(rsaJWK("rsa1", &k.rsa.PublicKey), rsaJWK("rsa2", &k.rsa2.PublicKey)), http.StatusOK)
+	rotated := sign(t, jwt.SigningMethodRS256, k.rsa2, "rsa2", claims("alice", nil))
+	deadline := rotatedAt.Add(minRefresh + 10*readTime + time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		v, err := p.Authenticate(ctx, rotated)
+		cancel()
+		if err == nil && v.UserID == "alice" {
+			t.Logf("the rotated key signed in %v after the rotation", time.Since(rotatedAt))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the rotated key is still refused %v after the rotation, during a flood of made-up key IDs: %v",
+				time.Since(rotatedAt), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The start's read, then at most one per MinRefresh.
+	if n, most := s.fetches.Load(), 2+int64(time.Since(floodStart)/minRefresh); n > most {
+		t.Errorf("%d reads of the key set in %v, want at most %d (one per MinRefresh)", n, time.Since(floodStart), most)
+	}
 }
 
 // Ensure a key set is read from a file too, and what cannot work is refused at start: a plain

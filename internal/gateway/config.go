@@ -365,9 +365,11 @@ type IdentityProviderConfig struct {
 	// accepted; without them a gateway missing Audience or Issuer refuses to start.
 	AnyAudience bool
 	AnyIssuer   bool
-	// HTTPClient fetches a JWKS URL (no flag; tests give one that trusts their server).
-	// Default a client of the auth package's own.
+	// HTTPClient fetches a JWKS URL and MinRefresh is the least time between two reads of the
+	// keys (auth.IdentityProviderOptions), both without a flag: tests set them (a client that
+	// trusts their server, a shorter wait). Zero: the auth package's defaults.
 	HTTPClient *http.Client
+	MinRefresh time.Duration
 	// envErr is a malformed environment value, reported when the gateway opens.
 	envErr error
 }
@@ -431,7 +433,7 @@ func (c IdentityProviderConfig) options() auth.IdentityProviderOptions {
 		}
 	}
 	return auth.IdentityProviderOptions{JWKS: c.JWKS, Issuer: c.Issuer, Audience: c.Audience, UserClaim: c.UserClaim,
-		Algorithms: algs, AnyAudience: c.AnyAudience, AnyIssuer: c.AnyIssuer, HTTPClient: c.HTTPClient}
+		Algorithms: algs, AnyAudience: c.AnyAudience, AnyIssuer: c.AnyIssuer, HTTPClient: c.HTTPClient, MinRefresh: c.MinRefresh}
 }
 
 // env returns the environment variable k, or def when it is not set.
