@@ -16,10 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
+	"github.com/msggate/msggate/internal/openim/openimtest"
 	"github.com/msggate/msggate/internal/testenv"
 )
 
@@ -188,5 +191,42 @@ func TestAbuseUnknownKeyIDKeepsRotationOut(t *testing.T) {
 	resp = g.Post(idp.token(t, "made-up", "mallory"), viewer, nil)
 	if len(resp.Errors) == 0 || resp.Errors[0].Extensions["code"] != "UNAUTHENTICATED" || strings.Contains(string(resp.Data), "mallory") {
 		t.Errorf("the made-up key ID: %s %+v, want UNAUTHENTICATED and no viewer", resp.Data, resp.Errors)
+	}
+}
+
+// Ensure an OpenIM token does not keep a WebSocket connection open past its exp, though
+// OpenIM's Redis goes on holding it as normal (OpenIM marks nothing when a token lapses): the
+// connection is closed with 4401 within a second of the exp, as msggate's own tokens are,
+// and the token opens nothing over HTTP after it either.
+func TestAbuseOpenIMTokenOutlivesExpiry(t *testing.T) {
+	g := gatewaytest.StartOpenIM(t, nil)
+	const bob, ios = "bob", 1
+	issued := time.Now()
+	tok := openimtest.SignToken(g.IM.Secret, openimtest.BuildClaims(bob, ios, 3*time.Second))
+	g.IM.SetTokenStatus(bob, ios, tok, openimtest.TokenNormal)
+	exp := issued.Add(3 * time.Second).Truncate(time.Second) // exp is whole seconds
+
+	ws := gatewaytest.ConnectWS(t, g.URL, tok, gatewaytest.WSOptions{})
+	ws.Write(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{"query": `{ viewer { userID } }`}})
+	if m := ws.Next(); m["type"] != "next" {
+		t.Fatalf("before its exp the token's connection answers %v", m)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var err error
+	for err == nil {
+		_, err = ws.Read(ctx)
+	}
+	closed := time.Now()
+	if code := websocket.CloseStatus(err); code != graph.CloseTokenExpired {
+		t.Fatalf("the connection of an expired OpenIM token ended with %v (%v after its exp), want close code %d at its exp",
+			err, closed.Sub(exp), graph.CloseTokenExpired)
+	}
+	if late := closed.Sub(exp); late < -50*time.Millisecond || late > time.Second {
+		t.Errorf("closed %v after the token's exp, want within a second after it", late)
+	}
+	resp := g.Post(tok, `{ viewer { userID } }`, nil)
+	if len(resp.Errors) == 0 || resp.Errors[0].Extensions["code"] != "UNAUTHENTICATED" || strings.Contains(string(resp.Data), bob) {
+		t.Errorf("the expired token over HTTP: %s %+v, want UNAUTHENTICATED and no viewer", resp.Data, resp.Errors)
 	}
 }
