@@ -28,8 +28,8 @@ type Viewer struct {
 	UserID string
 	Admin  bool
 	// Expires is when the token the viewer was authenticated by expires (its exp); zero when
-	// the token does not say (another system's tokens, UserTokens). A WebSocket connection
-	// authenticated by the token is closed then.
+	// the token does not say. A WebSocket connection authenticated by the token is closed
+	// then.
 	Expires time.Time
 }
 

@@ -79,24 +79,25 @@ func (t *verifiedTokens) add(token string, v Viewer, now time.Time) {
 	t.tokens[token] = v
 }
 
-// TokenVerifier checks a token issued by another system and returns its user ID (the OpenIM
-// adapter's VerifyToken is one).
+// TokenVerifier checks a token issued by another system and returns its user ID and its
+// expiry, zero when it has none (the OpenIM adapter's VerifyToken is one).
 type TokenVerifier interface {
-	VerifyToken(ctx context.Context, token string) (userID string, err error)
+	VerifyToken(ctx context.Context, token string) (userID string, expires time.Time, err error)
 }
 
 // UserTokens authenticates the tokens v verifies. Their viewers are plain users: no token of
-// another system makes a msggate admin.
+// another system makes a msggate admin. A viewer expires with its token, so a WebSocket
+// connection it opened is closed then, whatever the other system says of the token until.
 func UserTokens(v TokenVerifier) Authenticator { return userTokens{v} }
 
 type userTokens struct{ v TokenVerifier }
 
 func (u userTokens) Authenticate(ctx context.Context, token string) (Viewer, error) {
-	user, err := u.v.VerifyToken(ctx, token)
+	user, expires, err := u.v.VerifyToken(ctx, token)
 	if err != nil {
 		return Viewer{}, err
 	}
-	return Viewer{UserID: user}, nil
+	return Viewer{UserID: user, Expires: expires}, nil
 }
 
 // SessionChecker is an Authenticator whose tokens can be withdrawn before they expire

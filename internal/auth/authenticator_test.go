@@ -9,14 +9,15 @@ import (
 	"github.com/msggate/msggate/internal/im"
 )
 
-type verifierFunc func(ctx context.Context, token string) (string, error)
+type verifierFunc func(ctx context.Context, token string) (string, time.Time, error)
 
-func (f verifierFunc) VerifyToken(ctx context.Context, token string) (string, error) {
+func (f verifierFunc) VerifyToken(ctx context.Context, token string) (string, time.Time, error) {
 	return f(ctx, token)
 }
 
-// Ensure both authenticators answer with the viewer their tokens name, another system's
-// tokens never make an admin, and a refusal or a failure to check keeps its code.
+// Ensure both authenticators answer with the viewer their tokens name, expiring with the
+// token, another system's tokens never make an admin, and a refusal or a failure to check
+// keeps its code.
 func TestAuthenticators(t *testing.T) {
 	ctx := context.Background()
 	admin, _ := auth.Issue(secret, "root", true, time.Hour, time.Now())
@@ -26,17 +27,18 @@ func TestAuthenticators(t *testing.T) {
 	if _, err := auth.HS256(secret).Authenticate(ctx, "x.y.z"); im.ErrorCode(err) != im.EUNAUTHENTICATED {
 		t.Errorf("HS256 garbage: %v", err)
 	}
-	other := auth.UserTokens(verifierFunc(func(_ context.Context, token string) (string, error) {
+	exp := time.Now().Add(time.Minute).Truncate(time.Second)
+	other := auth.UserTokens(verifierFunc(func(_ context.Context, token string) (string, time.Time, error) {
 		switch token {
 		case "good":
-			return "user_with_underscores", nil
+			return "user_with_underscores", exp, nil
 		case "down":
-			return "", im.Unavailable("the token store", nil)
+			return "", time.Time{}, im.Unavailable("the token store", nil)
 		}
-		return "", im.Errorf(im.EUNAUTHENTICATED, "refused")
+		return "", time.Time{}, im.Errorf(im.EUNAUTHENTICATED, "refused")
 	}))
-	if v, err := other.Authenticate(ctx, "good"); err != nil || v.UserID != "user_with_underscores" || v.Admin {
-		t.Errorf("UserTokens good: %+v, %v", v, err)
+	if v, err := other.Authenticate(ctx, "good"); err != nil || v.UserID != "user_with_underscores" || v.Admin || !v.Expires.Equal(exp) {
+		t.Errorf("UserTokens good: %+v, %v; want the user, expiring at %v", v, err, exp)
 	}
 	if _, err := other.Authenticate(ctx, "bad"); im.ErrorCode(err) != im.EUNAUTHENTICATED {
 		t.Errorf("UserTokens bad: %v", err)

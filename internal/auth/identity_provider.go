@@ -39,15 +39,24 @@ var DefaultAlgorithms = []string{"RS256", "ES256"}
 var asymmetricAlgorithms = []string{"RS256", "RS384", "RS512", "ES256", "ES384", "ES512"}
 
 // IdentityProviderOptions says whose tokens an IdentityProvider accepts. Every zero field but
-// JWKS takes its default.
+// JWKS, Issuer and Audience takes its default.
 type IdentityProviderOptions struct {
 	// JWKS is where the provider publishes its keys: an https:// URL (its jwks_uri) or a
 	// file. Required.
 	JWKS string
-	// Issuer, when set, must equal the token's iss.
+	// Issuer must equal the token's iss. Required when JWKS is a URL, unless AnyIssuer: a
+	// provider's keys sign the tokens of every issuer it hosts (every realm or tenant).
 	Issuer string
-	// Audience, when set, must be one of the token's aud.
+	// Audience must be one of the token's aud. Required unless AnyAudience: a provider signs
+	// the tokens of every application it serves with the same keys, so without it a token
+	// minted for any other of them would sign in here.
 	Audience string
+	// AnyIssuer accepts tokens whatever their iss, when Issuer is empty: the operator says
+	// every issuer of the key set is to be trusted.
+	AnyIssuer bool
+	// AnyAudience accepts tokens whatever their aud, when Audience is empty: the operator
+	// says every token the key set signs is meant for msggate.
+	AnyAudience bool
 	// UserClaim names the claim whose value is the msggate user ID. Default DefaultUserClaim.
 	UserClaim string
 	// Algorithms are the signature algorithms accepted, among RS256, RS384, RS512, ES256,
@@ -77,25 +86,49 @@ type IdentityProvider struct {
 	keys *jwksSource
 }
 
+// ErrAudienceRequired and ErrIssuerRequired refuse options that would accept the tokens the
+// provider signs for other applications, or for other issuers sharing its keys: an Audience
+// is required unless AnyAudience, an Issuer (for a key set fetched from a URL) unless
+// AnyIssuer.
+var (
+	ErrAudienceRequired = errors.New("an audience is required: the provider's keys sign the tokens of all its applications")
+	ErrIssuerRequired   = errors.New("an issuer is required: a published key set may sign the tokens of several issuers")
+)
+
+// Check reports what makes the options unusable, without reading the keys.
+func (opts IdentityProviderOptions) Check() error {
+	switch {
+	case opts.JWKS == "":
+		return errors.New("an identity provider needs its JWKS: an https:// URL or a file")
+	case strings.HasPrefix(opts.JWKS, "http://"):
+		return fmt.Errorf("the JWKS URL %s must be https://: keys fetched in the clear could be anyone's", opts.JWKS)
+	}
+	for _, a := range opts.Algorithms {
+		if !slices.Contains(asymmetricAlgorithms, a) {
+			return fmt.Errorf("algorithm %q is not one of %s", a, strings.Join(asymmetricAlgorithms, ", "))
+		}
+	}
+	var errs []error
+	if opts.Audience == "" && !opts.AnyAudience {
+		errs = append(errs, ErrAudienceRequired)
+	}
+	if opts.Issuer == "" && !opts.AnyIssuer && strings.HasPrefix(opts.JWKS, "https://") {
+		errs = append(errs, ErrIssuerRequired)
+	}
+	return errors.Join(errs...)
+}
+
 // NewIdentityProvider checks the options and reads the provider's keys once, so that a
 // misconfigured provider stops the start rather than every request.
 func NewIdentityProvider(ctx context.Context, opts IdentityProviderOptions) (*IdentityProvider, error) {
-	switch {
-	case opts.JWKS == "":
-		return nil, errors.New("an identity provider needs its JWKS: an https:// URL or a file")
-	case strings.HasPrefix(opts.JWKS, "http://"):
-		return nil, fmt.Errorf("the JWKS URL %s must be https://: keys fetched in the clear could be anyone's", opts.JWKS)
+	if err := opts.Check(); err != nil {
+		return nil, err
 	}
 	if opts.UserClaim == "" {
 		opts.UserClaim = DefaultUserClaim
 	}
 	if len(opts.Algorithms) == 0 {
 		opts.Algorithms = DefaultAlgorithms
-	}
-	for _, a := range opts.Algorithms {
-		if !slices.Contains(asymmetricAlgorithms, a) {
-			return nil, fmt.Errorf("algorithm %q is not one of %s", a, strings.Join(asymmetricAlgorithms, ", "))
-		}
 	}
 	if opts.ClockSkew == 0 {
 		opts.ClockSkew = DefaultClockSkew
@@ -125,8 +158,8 @@ func NewIdentityProvider(ctx context.Context, opts IdentityProviderOptions) (*Id
 
 // Authenticate verifies token: an algorithm among those configured (never "none", never one
 // with a shared secret), a signature by a key the provider publishes, an exp that has not
-// passed (required), an nbf at most the clock skew ahead, the issuer and audience when
-// configured, and a valid user ID in the user claim. Every refusal is EUNAUTHENTICATED; keys
+// passed (required), an nbf at most the clock skew ahead, the issuer and audience (unless
+// the options accept any), and a valid user ID in the user claim. Every refusal is EUNAUTHENTICATED; keys
 // that could not be read are EUNAVAILABLE, since the token may well be good.
 func (p *IdentityProvider) Authenticate(ctx context.Context, token string) (Viewer, error) {
 	refuse := func(format string, args ...any) (Viewer, error) {

@@ -8,6 +8,8 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -95,6 +97,7 @@ type jwksServer struct {
 	mu      sync.Mutex
 	doc     []byte
 	status  int
+	delay   time.Duration // before each answer
 	fetches atomic.Int64
 }
 
@@ -103,8 +106,13 @@ func serveJWKS(t *testing.T, doc []byte) *jwksServer {
 	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.fetches.Add(1)
 		s.mu.Lock()
-		doc, status := s.doc, s.status
+		doc, status, delay := s.doc, s.status, s.delay
 		s.mu.Unlock()
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_, _ = w.Write(doc)
@@ -116,6 +124,12 @@ func serveJWKS(t *testing.T, doc []byte) *jwksServer {
 func (s *jwksServer) set(doc []byte, status int) {
 	s.mu.Lock()
 	s.doc, s.status = doc, status
+	s.mu.Unlock()
+}
+
+func (s *jwksServer) slow(delay time.Duration) {
+	s.mu.Lock()
+	s.delay = delay
 	s.mu.Unlock()
 }
 
@@ -264,11 +278,117 @@ func TestIdentityProviderKeyRefresh(t *testing.T) {
 		}))
 		defer slow.Close()
 		start := time.Now()
-		_, err := auth.NewIdentityProvider(ctx, auth.IdentityProviderOptions{JWKS: slow.URL, HTTPClient: slow.Client(), Timeout: 200 * time.Millisecond})
+		_, err := auth.NewIdentityProvider(ctx, auth.IdentityProviderOptions{JWKS: slow.URL, HTTPClient: slow.Client(),
+			Issuer: issuer, Audience: audience, Timeout: 200 * time.Millisecond})
 		if err == nil || time.Since(start) > 5*time.Second {
 			t.Errorf("a provider that never answers: %v after %v, want an error after about 200ms", err, time.Since(start))
 		}
 	})
+}
+
+// Ensure a client that hangs up while its unknown key ID has the keys read again does not make
+// that read fail: the rotated key it brings in signs in at once, not after MinRefresh; and the
+// requests that need the keys meanwhile share that one read.
+func TestIdentityProviderKeyReadOutlivesClient(t *testing.T) {
+	k := testKeys(t)
+	s := serveJWKS(t, jwksDoc(rsaJWK("rsa1", &k.rsa.PublicKey)))
+	const minRefresh, readTime = time.Second, 300 * time.Millisecond
+	p := provider(t, s, func(o *auth.IdentityProviderOptions) { o.MinRefresh = minRefresh })
+	s.set(jwksDoc(rsaJWK("rsa1", &k.rsa.PublicKey), rsaJWK("rsa2", &k.rsa2.PublicKey)), http.StatusOK)
+	s.slow(readTime)
+	time.Sleep(minRefresh) // since the start's read
+
+	ctx, hangUp := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer hangUp()
+	start := time.Now()
+	made := sign(t, jwt.SigningMethodRS256, k.outsider, "made-up", claims("mallory", nil))
+	if v, err := p.Authenticate(ctx, made); err == nil {
+		t.Fatalf("a made-up key ID: %+v", v)
+	}
+	if d := time.Since(start); d >= readTime {
+		t.Errorf("a client that hung up waited %v, the whole read", d)
+	}
+
+	rotated := sign(t, jwt.SigningMethodRS256, k.rsa2, "rsa2", claims("alice", nil))
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for range 20 {
+		wg.Go(func() {
+			v, err := p.Authenticate(context.Background(), rotated)
+			if err == nil && v.UserID != "alice" {
+				err = errors.New("signed in as " + v.UserID)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a token of the rotated key after a client hung up on the read: %v, want alice", err)
+		}
+	}
+	if n := s.fetches.Load(); n != 2 {
+		t.Errorf("%d reads of the key set, want 2 (the start, and the one all these requests shared)", n)
+	}
+}
+
+// Ensure a flood of tokens with made-up key IDs, from clients that hang up at once, neither
+// keeps a rotated key out (its tokens sign in within MinRefresh and one read of the rotation)
+// nor reads the key set more than once per MinRefresh.
+func TestIdentityProviderRotationUnderUnknownKeyFlood(t *testing.T) {
+	k := testKeys(t)
+	s := serveJWKS(t, jwksDoc(rsaJWK("rsa1", &k.rsa.PublicKey)))
+	const minRefresh, readTime = 400 * time.Millisecond, 50 * time.Millisecond
+	p := provider(t, s, func(o *auth.IdentityProviderOptions) { o.MinRefresh = minRefresh })
+	s.slow(readTime)
+	var made []string
+	for i := range 16 {
+		made = append(made, sign(t, jwt.SigningMethodRS256, k.outsider, fmt.Sprintf("made-up-%d", i), claims("mallory", nil)))
+	}
+
+	floodStart := time.Now()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, hangUp := context.WithTimeout(context.Background(), time.Millisecond)
+				_, _ = p.Authenticate(ctx, made[(i+n)%len(made)])
+				hangUp()
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+
+	time.Sleep(2 * minRefresh)
+	rotatedAt := time.Now()
+	s.set(jwksDoc(rsaJWK("rsa1", &k.rsa.PublicKey), rsaJWK("rsa2", &k.rsa2.PublicKey)), http.StatusOK)
+	rotated := sign(t, jwt.SigningMethodRS256, k.rsa2, "rsa2", claims("alice", nil))
+	deadline := rotatedAt.Add(minRefresh + 10*readTime + time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		v, err := p.Authenticate(ctx, rotated)
+		cancel()
+		if err == nil && v.UserID == "alice" {
+			t.Logf("the rotated key signed in %v after the rotation", time.Since(rotatedAt))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the rotated key is still refused %v after the rotation, during a flood of made-up key IDs: %v",
+				time.Since(rotatedAt), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The start's read, then at most one per MinRefresh.
+	if n, most := s.fetches.Load(), 2+int64(time.Since(floodStart)/minRefresh); n > most {
+		t.Errorf("%d reads of the key set in %v, want at most %d (one per MinRefresh)", n, time.Since(floodStart), most)
+	}
 }
 
 // Ensure a key set is read from a file too, and what cannot work is refused at start: a plain
@@ -284,7 +404,9 @@ func TestIdentityProviderConfiguration(t *testing.T) {
 		return p
 	}
 	ctx := context.Background()
-	p, err := auth.NewIdentityProvider(ctx, auth.IdentityProviderOptions{JWKS: write("jwks.json", jwksDoc(ecJWK("ec1", &k.ec.PublicKey)))})
+	jwksFile := write("jwks.json", jwksDoc(ecJWK("ec1", &k.ec.PublicKey)))
+	// A key file is the operator's own: no issuer is required for it.
+	p, err := auth.NewIdentityProvider(ctx, auth.IdentityProviderOptions{JWKS: jwksFile, Audience: audience})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,16 +418,68 @@ func TestIdentityProviderConfiguration(t *testing.T) {
 	for name, opts := range map[string]auth.IdentityProviderOptions{
 		"no JWKS":          {},
 		"http URL":         {JWKS: "http://id.example.com/jwks.json"},
-		"missing file":     {JWKS: filepath.Join(dir, "nope.json")},
-		"not a key set":    {JWKS: write("html", []byte("<html>"))},
-		"only a short key": {JWKS: write("short.json", jwksDoc(rsaJWK("s", &small.PublicKey)))},
-		"only an HMAC key": {JWKS: write("oct.json", jwksDoc(map[string]any{"kty": "oct", "k": "c2VjcmV0"}))},
+		"missing file":     {JWKS: filepath.Join(dir, "nope.json"), Audience: audience},
+		"not a key set":    {JWKS: write("html", []byte("<html>")), Audience: audience},
+		"only a short key": {JWKS: write("short.json", jwksDoc(rsaJWK("s", &small.PublicKey))), Audience: audience},
+		"only an HMAC key": {JWKS: write("oct.json", jwksDoc(map[string]any{"kty": "oct", "k": "c2VjcmV0"})), Audience: audience},
 		"unknown algorithm": {JWKS: write("ok.json", jwksDoc(ecJWK("ec1", &k.ec.PublicKey))),
-			Algorithms: []string{"HS256"}},
+			Audience: audience, Algorithms: []string{"HS256"}},
 	} {
 		if _, err := auth.NewIdentityProvider(ctx, opts); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// Ensure a provider is refused at start without an audience (its keys sign the tokens of all
+// its applications), and without an issuer when its keys come from a URL (they may sign for
+// several issuers), unless the options say explicitly that any will do; and that then a token
+// for another application signs in only when they do.
+func TestIdentityProviderRequiresAudienceAndIssuer(t *testing.T) {
+	k := testKeys(t)
+	s := serveJWKS(t, jwksDoc(rsaJWK("rsa1", &k.rsa.PublicKey)))
+	file := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(file, jwksDoc(rsaJWK("rsa1", &k.rsa.PublicKey)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	url := s.URL + "/jwks.json"
+	for name, tc := range map[string]struct {
+		opts auth.IdentityProviderOptions
+		want []error
+	}{
+		"URL, neither":      {auth.IdentityProviderOptions{JWKS: url}, []error{auth.ErrAudienceRequired, auth.ErrIssuerRequired}},
+		"URL, no audience":  {auth.IdentityProviderOptions{JWKS: url, Issuer: issuer}, []error{auth.ErrAudienceRequired}},
+		"URL, no issuer":    {auth.IdentityProviderOptions{JWKS: url, Audience: audience}, []error{auth.ErrIssuerRequired}},
+		"file, no audience": {auth.IdentityProviderOptions{JWKS: file, Issuer: issuer}, []error{auth.ErrAudienceRequired}},
+		"URL, any issuer":   {auth.IdentityProviderOptions{JWKS: url, AnyIssuer: true}, []error{auth.ErrAudienceRequired}},
+		"URL, any audience": {auth.IdentityProviderOptions{JWKS: url, AnyAudience: true}, []error{auth.ErrIssuerRequired}},
+	} {
+		tc.opts.HTTPClient = s.Client()
+		_, err := auth.NewIdentityProvider(ctx, tc.opts)
+		for _, want := range tc.want {
+			if !errors.Is(err, want) {
+				t.Errorf("%s: %v, want %v", name, err, want)
+			}
+		}
+	}
+	if n := s.fetches.Load(); n != 0 {
+		t.Errorf("refused options read the key set %d times, want never", n)
+	}
+
+	forOther := sign(t, jwt.SigningMethodRS256, k.rsa, "rsa1", claims("alice", func(c jwt.MapClaims) { c["aud"] = "another-app" }))
+	strict := provider(t, s, nil)
+	if v, err := strict.Authenticate(ctx, forOther); im.ErrorCode(err) != im.EUNAUTHENTICATED {
+		t.Errorf("a token for another application: %+v, %v; want EUNAUTHENTICATED", v, err)
+	}
+	anyAud := provider(t, s, func(o *auth.IdentityProviderOptions) { o.Audience, o.AnyAudience = "", true })
+	if v, err := anyAud.Authenticate(ctx, forOther); err != nil || v.UserID != "alice" {
+		t.Errorf("a token for another application with AnyAudience: %+v, %v; want alice", v, err)
+	}
+	otherIssuer := sign(t, jwt.SigningMethodRS256, k.rsa, "rsa1", claims("alice", func(c jwt.MapClaims) { c["iss"] = "https://id.example.com/realms/other" }))
+	anyIss := provider(t, s, func(o *auth.IdentityProviderOptions) { o.Issuer, o.AnyIssuer = "", true })
+	if v, err := anyIss.Authenticate(ctx, otherIssuer); err != nil || v.UserID != "alice" {
+		t.Errorf("a token of another issuer with AnyIssuer: %+v, %v; want alice", v, err)
 	}
 }
 

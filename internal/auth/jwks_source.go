@@ -21,6 +21,12 @@ const maxJWKSBytes = 1 << 20
 // (the provider rotated its keys) but not more often than every minRefresh, so that tokens
 // with made-up key IDs cannot make msggate hammer the provider. A failed read keeps the keys
 // it had.
+//
+// A read runs in the background, bounded by timeout alone, never by the context of the
+// request that asked for it: a client that hangs up while the keys are read must not make the
+// read fail, or its made-up key ID would hold every read back for minRefresh and keep a
+// rotated key out. Requests that need the keys meanwhile wait for that one read (as long as
+// their own context lets them) rather than start another.
 type jwksSource struct {
 	location   string // a file path or an https:// URL
 	client     *http.Client
@@ -30,9 +36,10 @@ type jwksSource struct {
 
 	keys atomic.Pointer[keySnapshot]
 
-	mu          sync.Mutex // held while reading the keys, so that waiters share one read
-	lastAttempt time.Time
-	lastErr     error
+	mu          sync.Mutex
+	reading     chan struct{} // closed when the read under way ends; nil when none is
+	lastAttempt time.Time     // when the last read began
+	lastErr     error         // the last read's failure; nil when it succeeded
 }
 
 type keySnapshot struct {
@@ -40,23 +47,58 @@ type keySnapshot struct {
 	read time.Time
 }
 
-// load reads the keys now, whatever their age.
+// load reads the keys now, whatever their age, on ctx: the start-up's.
 func (s *jwksSource) load(ctx context.Context) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.readLocked(ctx)
+	s.lastAttempt = time.Now()
+	s.mu.Unlock()
+	set, err := s.fetch(ctx)
+	s.readDone(set, err)
+	return s.lastError()
 }
 
-func (s *jwksSource) readLocked(ctx context.Context) error {
-	s.lastAttempt = time.Now()
-	set, err := s.fetch(ctx)
+// readDone records a read's result.
+func (s *jwksSource) readDone(set keySet, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err != nil {
 		s.lastErr = fmt.Errorf("read the identity provider's keys from %s: %w", s.location, err)
-		return s.lastErr
+		return
 	}
 	s.lastErr = nil
 	s.keys.Store(&keySnapshot{set: set, read: time.Now()})
-	return nil
+}
+
+func (s *jwksSource) lastError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastErr
+}
+
+// startRead returns a channel closed when the keys have been read again: the read under way,
+// or a new one. It returns nil when the keys are not to be read now: they changed since
+// seen was taken (a read ended meanwhile), or the last read began less than minRefresh ago.
+func (s *jwksSource) startRead(seen *keySnapshot) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.reading != nil:
+		return s.reading
+	case s.keys.Load() != seen, time.Since(s.lastAttempt) < s.minRefresh:
+		return nil
+	}
+	done := make(chan struct{})
+	s.reading, s.lastAttempt = done, time.Now()
+	go func() {
+		// The timeout bounds the read (fetch); nothing a client does cuts it short.
+		set, err := s.fetch(context.Background())
+		s.readDone(set, err)
+		s.mu.Lock()
+		s.reading = nil
+		s.mu.Unlock()
+		close(done)
+	}()
+	return done
 }
 
 func (s *jwksSource) fetch(ctx context.Context) (keySet, error) {
@@ -101,8 +143,9 @@ func (s *jwksSource) get(ctx context.Context) ([]byte, error) {
 var errKeysUnavailable = errors.New("the identity provider's keys could not be read")
 
 // key returns the key kid for alg. It reads the keys again first when they are stale, and when
-// kid is not among them, unless they were read less than minRefresh ago. It reports
-// errKeysUnavailable (wrapping the cause) when the key is not known and the last read failed.
+// kid is not among them, unless they were read less than minRefresh ago; it waits for that
+// read while ctx lets it. It reports errKeysUnavailable (wrapping the cause) when the key is
+// not known and the last read failed, or ctx ended before the read did.
 func (s *jwksSource) key(ctx context.Context, kid, alg string) (any, error) {
 	snap := s.keys.Load()
 	if time.Since(snap.read) < s.refresh {
@@ -110,19 +153,22 @@ func (s *jwksSource) key(ctx context.Context, kid, alg string) (any, error) {
 			return k, nil
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cur := s.keys.Load(); cur != snap {
-		snap = cur // another request read them meanwhile
-	} else if time.Since(s.lastAttempt) >= s.minRefresh {
-		_ = s.readLocked(ctx)
-		snap = s.keys.Load()
+	var gaveUp error
+	if done := s.startRead(snap); done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			gaveUp = ctx.Err() // the read goes on, for the requests after this one
+		}
 	}
-	if k, ok := snap.set.find(kid, alg); ok {
+	if k, ok := s.keys.Load().set.find(kid, alg); ok {
 		return k, nil // stale keys still verify while the provider cannot be reached
 	}
-	if s.lastErr != nil {
-		return nil, fmt.Errorf("%w: %w", errKeysUnavailable, s.lastErr)
+	if gaveUp != nil {
+		return nil, fmt.Errorf("%w: %w", errKeysUnavailable, gaveUp)
+	}
+	if err := s.lastError(); err != nil {
+		return nil, fmt.Errorf("%w: %w", errKeysUnavailable, err)
 	}
 	return nil, errUnknownKey
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"runtime"
 	"strconv"
@@ -52,6 +53,8 @@ const (
 	EnvJWTAudience            = "MSGGATE_JWT_AUDIENCE"
 	EnvJWTUserClaim           = "MSGGATE_JWT_USER_CLAIM"
 	EnvJWTAlgorithms          = "MSGGATE_JWT_ALGORITHMS"
+	EnvJWTAnyAudience         = "MSGGATE_JWT_ANY_AUDIENCE"
+	EnvJWTAnyIssuer           = "MSGGATE_JWT_ANY_ISSUER"
 )
 
 // Defaults of Config that belong to no package below it.
@@ -357,20 +360,72 @@ func (c OpenIMConfig) check(cfg Config) error {
 // ES256 by default), checked against the keys it publishes (auth.IdentityProvider).
 type IdentityProviderConfig struct {
 	JWKS       string // MSGGATE_JWKS: the provider's key set, an https:// URL or a file; empty: off
-	Issuer     string // MSGGATE_JWT_ISSUER: the iss tokens must carry; empty: not checked
-	Audience   string // MSGGATE_JWT_AUDIENCE: an aud tokens must carry; empty: not checked
+	Issuer     string // MSGGATE_JWT_ISSUER: the iss tokens must carry; required for a URL unless AnyIssuer
+	Audience   string // MSGGATE_JWT_AUDIENCE: an aud tokens must carry; required unless AnyAudience
 	UserClaim  string // MSGGATE_JWT_USER_CLAIM, default auth.DefaultUserClaim: the claim naming the user
 	Algorithms string // MSGGATE_JWT_ALGORITHMS, default auth.DefaultAlgorithms, comma-separated
+	// AnyAudience and AnyIssuer (MSGGATE_JWT_ANY_AUDIENCE, MSGGATE_JWT_ANY_ISSUER) are the
+	// operator saying that tokens for any audience, or of any issuer, of the key set are to be
+	// accepted; without them a gateway missing Audience or Issuer refuses to start.
+	AnyAudience bool
+	AnyIssuer   bool
+	// HTTPClient fetches a JWKS URL and MinRefresh is the least time between two reads of the
+	// keys (auth.IdentityProviderOptions), both without a flag: tests set them (a client that
+	// trusts their server, a shorter wait). Zero: the auth package's defaults.
+	HTTPClient *http.Client
+	MinRefresh time.Duration
+	// envErr is a malformed environment value, reported when the gateway opens.
+	envErr error
 }
 
-// registerFlags registers -jwks, -jwt-issuer, -jwt-audience, -jwt-user-claim and
-// -jwt-algorithms, with defaults from the environment.
+// registerFlags registers -jwks, -jwt-issuer, -jwt-audience, -jwt-user-claim,
+// -jwt-algorithms, -jwt-any-audience and -jwt-any-issuer, with defaults from the environment.
 func (c *IdentityProviderConfig) registerFlags(fs *flag.FlagSet) {
+	c.envErr = nil
+	boolEnv := func(name string) bool {
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			return false
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			c.envErr = errors.Join(c.envErr, fmt.Errorf("%s=%q is not true or false", name, v))
+		}
+		return b
+	}
 	fs.StringVar(&c.JWKS, "jwks", env(EnvJWKS, ""), "an identity provider's key set (JWKS), an https:// URL or a file: its tokens are accepted besides msggate's own ("+EnvJWKS+")")
-	fs.StringVar(&c.Issuer, "jwt-issuer", env(EnvJWTIssuer, ""), "the issuer (iss) the identity provider's tokens must name ("+EnvJWTIssuer+")")
-	fs.StringVar(&c.Audience, "jwt-audience", env(EnvJWTAudience, ""), "an audience (aud) the identity provider's tokens must name ("+EnvJWTAudience+")")
+	fs.StringVar(&c.Issuer, "jwt-issuer", env(EnvJWTIssuer, ""), "the issuer (iss) the identity provider's tokens must name; required with a JWKS URL unless -jwt-any-issuer ("+EnvJWTIssuer+")")
+	fs.StringVar(&c.Audience, "jwt-audience", env(EnvJWTAudience, ""), "an audience (aud) the identity provider's tokens must name; required with -jwks unless -jwt-any-audience ("+EnvJWTAudience+")")
 	fs.StringVar(&c.UserClaim, "jwt-user-claim", env(EnvJWTUserClaim, auth.DefaultUserClaim), "the claim of the identity provider's tokens that names the user ("+EnvJWTUserClaim+")")
 	fs.StringVar(&c.Algorithms, "jwt-algorithms", env(EnvJWTAlgorithms, strings.Join(auth.DefaultAlgorithms, ",")), "the identity provider's signature algorithms accepted, comma-separated ("+EnvJWTAlgorithms+")")
+	fs.BoolVar(&c.AnyAudience, "jwt-any-audience", boolEnv(EnvJWTAnyAudience), "accept the identity provider's tokens whatever their audience (aud), those it mints for other applications too, when -jwt-audience is empty ("+EnvJWTAnyAudience+")")
+	fs.BoolVar(&c.AnyIssuer, "jwt-any-issuer", boolEnv(EnvJWTAnyIssuer), "accept the identity provider's tokens whatever their issuer (iss) when -jwt-issuer is empty ("+EnvJWTAnyIssuer+")")
+}
+
+// check reports, naming the flags, what keeps the identity provider from being used; it reads
+// no keys.
+func (c IdentityProviderConfig) check() error {
+	if c.envErr != nil {
+		return c.envErr
+	}
+	if c.JWKS == "" {
+		return nil
+	}
+	err := c.options().Check()
+	var missing []string
+	if errors.Is(err, auth.ErrAudienceRequired) {
+		missing = append(missing, "-jwt-audience ("+EnvJWTAudience+"), the aud of the tokens the provider mints for msggate, or -jwt-any-audience to accept its tokens for any application")
+	}
+	if errors.Is(err, auth.ErrIssuerRequired) {
+		missing = append(missing, "-jwt-issuer ("+EnvJWTIssuer+"), the provider's iss, or -jwt-any-issuer to accept the tokens of any issuer the key set signs for")
+	}
+	switch {
+	case len(missing) > 0:
+		return fmt.Errorf("-jwks needs %s", strings.Join(missing, "; and "))
+	case err != nil:
+		return fmt.Errorf("identity provider (-jwks): %w", err)
+	}
+	return nil
 }
 
 // options are the auth package's options for this configuration.
@@ -381,7 +436,8 @@ func (c IdentityProviderConfig) options() auth.IdentityProviderOptions {
 			algs = append(algs, a)
 		}
 	}
-	return auth.IdentityProviderOptions{JWKS: c.JWKS, Issuer: c.Issuer, Audience: c.Audience, UserClaim: c.UserClaim, Algorithms: algs}
+	return auth.IdentityProviderOptions{JWKS: c.JWKS, Issuer: c.Issuer, Audience: c.Audience, UserClaim: c.UserClaim,
+		Algorithms: algs, AnyAudience: c.AnyAudience, AnyIssuer: c.AnyIssuer, HTTPClient: c.HTTPClient, MinRefresh: c.MinRefresh}
 }
 
 // env returns the environment variable k, or def when it is not set.

@@ -40,3 +40,29 @@ func TestFlagsFillHandlerOptions(t *testing.T) {
 		t.Fatalf("set: %+v", h)
 	}
 }
+
+// Ensure -jwt-any-audience and -jwt-any-issuer, and their environment variables, say that any
+// audience or issuer will do, and are off unless given.
+func TestIdentityProviderAnyFlags(t *testing.T) {
+	parse := func(args ...string) gateway.IdentityProviderConfig {
+		t.Helper()
+		var c gateway.Config
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		c.RegisterFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return c.IdentityProvider
+	}
+	if c := parse("-jwks", "keys.json"); c.AnyAudience || c.AnyIssuer {
+		t.Errorf("without the flags: %+v, want neither", c)
+	}
+	if c := parse("-jwks", "keys.json", "-jwt-any-audience", "-jwt-any-issuer"); !c.AnyAudience || !c.AnyIssuer {
+		t.Errorf("with the flags: %+v, want both", c)
+	}
+	t.Setenv(gateway.EnvJWTAnyAudience, "true")
+	if c := parse("-jwks", "keys.json"); !c.AnyAudience || c.AnyIssuer {
+		t.Errorf("with %s=true: %+v, want AnyAudience only", gateway.EnvJWTAnyAudience, c)
+	}
+}

@@ -121,6 +121,13 @@ func OpenObserved(ctx context.Context, cfg Config, obs Observers, logger *slog.L
 	if !cfg.OpenIM.Enabled && cfg.OpenIM.Feed.Brokers != "" {
 		return nil, errors.New("-openim-kafka (" + EnvOpenIMKafka + ") follows an OpenIM deployment: it needs -openim")
 	}
+	if !cfg.OpenIM.Enabled {
+		// Before any store is opened: an identity provider that would let in tokens meant
+		// for others is a configuration to fix, not to run with.
+		if err := cfg.IdentityProvider.check(); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.OpenIM.Enabled {
 		if err := g.openOpenIM(ctx); err != nil {
 			return nil, err

@@ -109,7 +109,7 @@ func TestIdentityProviderTokens(t *testing.T) {
 
 	t.Run("keys that cannot be read stop the start", func(t *testing.T) {
 		cfg := gatewaytest.Config(g.Redis.URL(), testenv.Mongo(t))
-		cfg.IdentityProvider.JWKS = filepath.Join(t.TempDir(), "missing.json")
+		cfg.IdentityProvider = gateway.IdentityProviderConfig{JWKS: filepath.Join(t.TempDir(), "missing.json"), Audience: "msggate"}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		m, err := gateway.Open(ctx, cfg, gatewaytest.Logger(t))

@@ -79,10 +79,10 @@ func TestNothingIsEverWritten(t *testing.T) {
 	if _, err := s.Chunks(ctx, []im.SeqGroup{{DocID: im.DocID(chat, 1)}, {DocID: im.DocID("sg_g", 1)}, {DocID: "si_a_c:0"}, {DocID: "si_x_y:0"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.VerifyToken(ctx, token); err != nil {
+	if _, _, err := s.VerifyToken(ctx, token); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = s.VerifyToken(ctx, "forged.token.here")
+	_, _, _ = s.VerifyToken(ctx, "forged.token.here")
 
 	stats, err := admin.Info(ctx, "commandstats").Result()
 	if err != nil {

@@ -55,7 +55,7 @@ func TestReadsOnARedisCluster(t *testing.T) {
 	if v := im.ViewSlot(chat, 3, chunks[0].Slot(3), "a"); v.Status != im.StatusOK || v.Message.SendID != "b" {
 		t.Errorf("in-flight seq 3 on a cluster: %+v", v)
 	}
-	if user, err := s.VerifyToken(ctx, token); err != nil || user != "b" {
+	if user, _, err := s.VerifyToken(ctx, token); err != nil || user != "b" {
 		t.Errorf("token on a cluster: %q, %v", user, err)
 	}
 	if got := trips.Take(); len(got) != 3 {

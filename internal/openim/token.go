@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/redis/go-redis/v9"
@@ -48,14 +49,16 @@ const (
 	tokenKicked = 2
 )
 
-// VerifyToken checks an OpenIM access token and returns the user it belongs to. The token is
+// VerifyToken checks an OpenIM access token and returns the user it belongs to and its exp
+// (OpenIM's status record may go on saying "normal" after it: a connection must still end
+// then). The token is
 // refused (EUNAUTHENTICATED, wrapping ErrTokenInvalid, ErrTokenExpired, ErrTokenKicked or
 // ErrTokenNotActive) when it is malformed, not HS256, not signed with Options.Secret, expired,
 // issued in the future, or not marked normal in OpenIM's Redis. A Redis failure is
 // EUNAVAILABLE, not a refusal.
-func (s *Store) VerifyToken(ctx context.Context, token string) (string, error) {
-	refuse := func(cause error, msg string) (string, error) {
-		return "", &im.Error{Code: im.EUNAUTHENTICATED, Message: msg, Cause: cause}
+func (s *Store) VerifyToken(ctx context.Context, token string) (string, time.Time, error) {
+	refuse := func(cause error, msg string) (string, time.Time, error) {
+		return "", time.Time{}, &im.Error{Code: im.EUNAUTHENTICATED, Message: msg, Cause: cause}
 	}
 	if token == "" {
 		return refuse(ErrTokenInvalid, "no OpenIM token")
@@ -92,18 +95,18 @@ func (s *Store) VerifyToken(ctx context.Context, token string) (string, error) {
 	case err == redis.Nil:
 		return refuse(ErrTokenNotActive, "the OpenIM token is not active (logged out or replaced)")
 	case err != nil:
-		return "", redisError("read token status", err)
+		return "", time.Time{}, redisError("read token status", err)
 	}
 	status, err := strconv.Atoi(v)
 	switch {
 	case err != nil:
-		return "", recordError("token status in "+key, err)
+		return "", time.Time{}, recordError("token status in "+key, err)
 	case status == tokenKicked:
 		return refuse(ErrTokenKicked, "the OpenIM token was kicked")
 	case status != tokenNormal:
 		return refuse(ErrTokenNotActive, "the OpenIM token is not active")
 	}
-	return claims.UserID, nil
+	return claims.UserID, claims.ExpiresAt.Time, nil
 }
 
 func tokenStatusKey(userID, platform string) string {

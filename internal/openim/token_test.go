@@ -21,9 +21,13 @@ func TestVerifyTokenAcceptsOnlyWhatOpenIMWould(t *testing.T) {
 	good := d.Login("u_1", ios, 90)
 	s := d.open(openim.Options{Secret: d.Secret})
 
-	user, err := s.VerifyToken(ctx, good)
+	user, exp, err := s.VerifyToken(ctx, good)
 	if err != nil || user != "u_1" {
 		t.Fatalf("a token OpenIM issued: %q, %v", user, err)
+	}
+	// Its exp, so that a connection it opened ends then.
+	if d := time.Until(exp); d < 90*24*time.Hour-time.Minute || d > 90*24*time.Hour {
+		t.Errorf("the token's expiry: %v, want its exp, 90 days from now", exp)
 	}
 	trips := d.trips.Take()
 	if len(trips) != 1 || len(trips[0]) != 1 || trips[0][0] != "hget UID_PID_TOKEN_STATUS:u_1:IOS" {
@@ -81,7 +85,7 @@ func TestVerifyTokenAcceptsOnlyWhatOpenIMWould(t *testing.T) {
 		{"absent", absent, openim.ErrTokenNotActive},
 		{"recorded for another platform", otherPlatform, openim.ErrTokenNotActive},
 	} {
-		user, err := s.VerifyToken(ctx, tc.token)
+		user, _, err := s.VerifyToken(ctx, tc.token)
 		if !errors.Is(err, tc.want) || im.ErrorCode(err) != im.EUNAUTHENTICATED || user != "" {
 			t.Errorf("%s: %q, %v; want %v (EUNAUTHENTICATED)", tc.name, user, err, tc.want)
 		}
@@ -89,19 +93,19 @@ func TestVerifyTokenAcceptsOnlyWhatOpenIMWould(t *testing.T) {
 
 	// Kicking a token takes effect on the next verification: nothing is cached.
 	d.SetTokenStatus("u_1", ios, good, openimtest.TokenKicked)
-	if _, err := s.VerifyToken(ctx, good); !errors.Is(err, openim.ErrTokenKicked) {
+	if _, _, err := s.VerifyToken(ctx, good); !errors.Is(err, openim.ErrTokenKicked) {
 		t.Errorf("after OpenIM kicked it: %v", err)
 	}
 
 	// Without the deployment's secret nothing is accepted.
 	unconfigured := d.open(openim.Options{})
-	if _, err := unconfigured.VerifyToken(ctx, d.Login("u_2", ios, 1)); !errors.Is(err, openim.ErrTokenInvalid) {
+	if _, _, err := unconfigured.VerifyToken(ctx, d.Login("u_2", ios, 1)); !errors.Is(err, openim.ErrTokenInvalid) {
 		t.Errorf("no secret configured: %v", err)
 	}
 
 	// A Redis failure is an outage, not a refusal.
 	d.redis.Stop()
-	if _, err := s.VerifyToken(ctx, openimtest.SignToken(d.Secret, valid)); im.ErrorCode(err) != im.EUNAVAILABLE {
+	if _, _, err := s.VerifyToken(ctx, openimtest.SignToken(d.Secret, valid)); im.ErrorCode(err) != im.EUNAVAILABLE {
 		t.Errorf("Redis down: %v, want EUNAVAILABLE", err)
 	}
 }
