@@ -29,8 +29,9 @@ type HandlerOptions struct {
 	// TokenHeader, when set, names a header that carries a bare token, read when there is no
 	// Authorization header (OpenIM's clients send "token").
 	TokenHeader string
-	// Introspection allows schema introspection (GraphiQL needs it). Default off in the zero
-	// value; the server turns it on unless told otherwise.
+	// Introspection allows schema introspection (GraphiQL needs it); when off, an
+	// introspection query is refused with FORBIDDEN. Default off in the zero value; msggate
+	// serve turns it on for the embedded default only, unless told otherwise.
 	Introspection bool
 	// MaxBodyBytes bounds a request body. Default 1 MiB.
 	MaxBodyBytes int64

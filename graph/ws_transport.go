@@ -17,6 +17,7 @@ import (
 
 	"github.com/msggate/msggate/internal/admission"
 	"github.com/msggate/msggate/internal/freshstack"
+	"github.com/msggate/msggate/internal/im"
 )
 
 // wsTransport serves GraphQL over WebSocket with the graphql-transport-ws protocol and the
@@ -195,8 +196,9 @@ func (c *wsConnection) init() bool {
 		if !errors.As(err, &refused) {
 			refused = &wsRefusal{code: CloseUnauthorized, reason: "terminated", err: err}
 		}
-		if c.legacy {
-			c.writeControl(wsMessage{Type: "connection_error", Payload: gqlErrorJSON(err.Error())})
+		// Presented whichever the protocol, so that the cause is logged either way.
+		if answer := c.initErrorJSON(err); c.legacy {
+			c.writeControl(wsMessage{Type: "connection_error", Payload: answer})
 		}
 		c.close(refused.code, refused.reason)
 		return false
@@ -442,6 +444,23 @@ func (c *wsConnection) write(ctx context.Context, m wsMessage) {
 		return
 	}
 	_ = c.conn.Write(ctx, websocket.MessageText, b)
+}
+
+// initErrorJSON is the connection_error payload (graphql-ws) of a refused connection_init:
+// what HTTP answers for the same error, its message and code, while a cause such as a store's
+// address or a dial error goes only to the log (errorPresenter). A refusal the transport made
+// itself, with no domain error behind it (no token, pacing), shows its reason.
+func (c *wsConnection) initErrorJSON(err error) json.RawMessage {
+	if refused, ok := errors.AsType[*wsRefusal](err); ok {
+		_, domain := errors.AsType[*im.Error](refused.err)
+		_, limit := refused.err.(*gqlerror.Error)
+		if !domain && !limit {
+			return gqlErrorJSON(refused.reason)
+		}
+		err = refused.err
+	}
+	b, _ := json.Marshal(errorPresenter(c.t.o.Logger)(c.ctx, err))
+	return b
 }
 
 func gqlErrorJSON(message string) json.RawMessage {

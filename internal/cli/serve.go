@@ -60,7 +60,17 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// with the demo user's token, as printed below. A real store's users get no token.
 		m.PlaygroundToken = demo.get
 	}
-	return m.Serve(ctx, func(addr string) { printStartup(stdout, cfg, demo, addr) })
+	// m.Config, with the defaults that depend on the store filled in.
+	return m.Serve(ctx, func(addr string) { printStartup(stdout, m.Config, demo, addr, m.MetricsAddr) })
+}
+
+// localURLHost is the host:port of a URL that reaches a gateway listening on addr from this
+// machine: an address on every interface is reached through localhost.
+func localURLHost(addr string) string {
+	if h, p, err := net.SplitHostPort(addr); err == nil && (h == "" || h == "::" || h == "0.0.0.0") {
+		return "localhost:" + p
+	}
+	return addr
 }
 
 // demoToken hands out the demo user's token: the same one until half its lifetime has passed,
@@ -89,14 +99,14 @@ func (d *demoToken) get() string {
 }
 
 // printStartup tells a new user where the gateway listens and how to make a first request.
-func printStartup(w io.Writer, cfg gateway.Config, demo *demoToken, addr string) {
-	host := addr
-	if h, p, err := net.SplitHostPort(addr); err == nil && (h == "" || h == "::" || h == "0.0.0.0") {
-		host = "localhost:" + p
-	}
+func printStartup(w io.Writer, cfg gateway.Config, demo *demoToken, addr, metricsAddr string) {
+	host := localURLHost(addr)
 	fmt.Fprintf(w, "msggate is listening on http://%s/query\n", host)
 	if cfg.Playground {
 		fmt.Fprintf(w, "GraphiQL:     http://%s/\n", host)
+	}
+	if metricsAddr != "" {
+		fmt.Fprintf(w, "metrics:      http://%s/metrics\n", localURLHost(metricsAddr))
 	}
 	if cfg.OpenIM.Enabled {
 		fmt.Fprintf(w, "OpenIM mode:  serving database %s read-only; send an OpenIM access token as \"Authorization: Bearer <token>\" or \"token: <token>\"\n", cfg.MongoDatabase)

@@ -25,6 +25,7 @@ import (
 // and the variable, when set, is the flag's default.
 const (
 	EnvAddr              = "MSGGATE_ADDR"
+	EnvMetricsAddr       = "MSGGATE_METRICS_ADDR"
 	EnvDataDir           = "MSGGATE_DATA_DIR"
 	EnvMongoURI          = "MSGGATE_MONGO_URI"
 	EnvMongoDatabase     = "MSGGATE_MONGO_DATABASE"
@@ -59,8 +60,12 @@ const (
 
 // Defaults of Config that belong to no package below it.
 const (
-	DefaultAddr    = ":8080"
-	DefaultDataDir = "./data"
+	// DefaultAddr is where a gateway on a real store (-mongo-uri) listens: every interface.
+	DefaultAddr = ":8080"
+	// DefaultEmbeddedAddr is where the embedded default listens: this machine only. It runs
+	// for one developer, with a demo user whose token GraphiQL hands to local clients.
+	DefaultEmbeddedAddr = "127.0.0.1:8080"
+	DefaultDataDir      = "./data"
 	// DefaultIdleTimeout closes an HTTP keep-alive connection that has carried no request for
 	// this long.
 	DefaultIdleTimeout = 2 * time.Minute
@@ -72,13 +77,14 @@ const (
 // Config is everything a gateway needs to start. RegisterFlags fills it from flags and the
 // environment; the flag wins.
 type Config struct {
-	Addr          string    // MSGGATE_ADDR, default DefaultAddr
+	Addr          string    // MSGGATE_ADDR; default DefaultEmbeddedAddr on the embedded default, DefaultAddr with MongoURI
+	MetricsAddr   string    // MSGGATE_METRICS_ADDR; when set, /metrics is served there and not on Addr
 	DataDir       string    // MSGGATE_DATA_DIR, default DefaultDataDir: embedded store and generated secret
 	MongoURI      string    // MSGGATE_MONGO_URI; empty: FerretDB in-process on SQLite under DataDir
 	MongoDatabase string    // MSGGATE_MONGO_DATABASE, default chunkstore.DefaultDatabase
 	RedisURL      string    // MSGGATE_REDIS_URL; empty: an in-process Redis-compatible server
 	JWTSecret     string    // MSGGATE_JWT_SECRET (no flag); empty: generated once and kept in DataDir
-	Playground    bool      // serve GraphiQL at /
+	Playground    bool      // serve GraphiQL at /; -playground's default: on with the embedded default only
 	LogOutput     io.Writer // where the embedded store logs warnings; default the file embedded.LogFileName in DataDir
 
 	// Handler is the GraphQL handler's settings: introspection, the request limits and rate
@@ -132,7 +138,64 @@ type Config struct {
 
 	// Tokens of an identity provider, accepted besides msggate's own (off by default).
 	IdentityProvider IdentityProviderConfig
+
+	// byStore are the switches whose flags RegisterFlags registered and the command line left
+	// alone: WithStoreDefaults sets them by the store. A Config written in code means what it
+	// says.
+	byStore storeSwitches
 }
+
+// storeSwitches says which of Config's switches take their default from the store.
+type storeSwitches struct{ introspection, playground bool }
+
+// WithStoreDefaults returns c with the defaults that depend on the store filled in. The
+// embedded default is one developer's: it listens on loopback (DefaultEmbeddedAddr), and
+// introspection and GraphiQL are on unless their flags say otherwise. With a real store
+// (MongoURI), where real users are, it listens on every interface (DefaultAddr), and
+// introspection and GraphiQL are off unless their flags turn them on, as Apollo Server does
+// in production. Open applies it.
+func (c Config) WithStoreDefaults() Config {
+	embedded := c.MongoURI == ""
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+		if embedded {
+			c.Addr = DefaultEmbeddedAddr
+		}
+	}
+	if c.byStore.introspection {
+		c.Handler.Introspection = embedded
+	}
+	if c.byStore.playground {
+		c.Playground = embedded
+	}
+	c.byStore = storeSwitches{}
+	return c
+}
+
+// storeSwitch is a boolean flag whose default WithStoreDefaults sets: until the command line
+// sets it, byStore says so.
+type storeSwitch struct {
+	value   *bool
+	byStore *bool
+}
+
+func (f storeSwitch) String() string {
+	if f.value == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*f.value)
+}
+
+func (f storeSwitch) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*f.value, *f.byStore = b, false
+	return nil
+}
+
+func (storeSwitch) IsBoolFlag() bool { return true }
 
 // DefaultRedisConcurrency is go-redis's default pool size (10 connections per CPU): more round
 // trips at once would wait inside go-redis's pool, where no one sees or refuses them.
@@ -143,13 +206,15 @@ func DefaultRedisConcurrency() int { return 10 * runtime.GOMAXPROCS(0) }
 // machine): it is taken from MSGGATE_JWT_SECRET here.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.JWTSecret = env(EnvJWTSecret, "")
-	fs.StringVar(&c.Addr, "addr", env(EnvAddr, DefaultAddr), "listen address ("+EnvAddr+")")
+	fs.StringVar(&c.Addr, "addr", env(EnvAddr, ""), "listen address (default "+DefaultEmbeddedAddr+" on the embedded default, "+DefaultAddr+" with -mongo-uri) ("+EnvAddr+")")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", env(EnvMetricsAddr, ""), "serve /metrics on this address instead of -addr ("+EnvMetricsAddr+")")
 	fs.StringVar(&c.DataDir, "data-dir", env(EnvDataDir, DefaultDataDir), "data directory for the embedded default ("+EnvDataDir+")")
 	fs.StringVar(&c.MongoURI, "mongo-uri", env(EnvMongoURI, ""), "MongoDB URI; empty runs FerretDB in-process ("+EnvMongoURI+")")
 	fs.StringVar(&c.MongoDatabase, "mongo-db", env(EnvMongoDatabase, chunkstore.DefaultDatabase), "MongoDB database ("+EnvMongoDatabase+")")
 	fs.StringVar(&c.RedisURL, "redis-url", env(EnvRedisURL, ""), "Redis URL; empty runs an in-process Redis ("+EnvRedisURL+")")
-	fs.BoolVar(&c.Handler.Introspection, "introspection", true, "allow GraphQL schema introspection")
-	fs.BoolVar(&c.Playground, "playground", true, "serve GraphiQL at /")
+	c.byStore = storeSwitches{introspection: true, playground: true}
+	fs.Var(storeSwitch{&c.Handler.Introspection, &c.byStore.introspection}, "introspection", "allow GraphQL schema introspection (default on with the embedded default, off with -mongo-uri)")
+	fs.Var(storeSwitch{&c.Playground, &c.byStore.playground}, "playground", "serve GraphiQL at / (default on with the embedded default, off with -mongo-uri)")
 	fs.Int64Var(&c.Handler.MaxBodyBytes, "max-body-bytes", graph.DefaultMaxBodyBytes, "largest request body; negative: no limit")
 	fs.IntVar(&c.Handler.MaxTokens, "max-tokens", graph.DefaultMaxTokens, "most tokens in a query; negative: no limit")
 	fs.IntVar(&c.Handler.MaxDepth, "max-depth", graph.DefaultMaxDepth, "deepest nesting of fields in a query, introspection aside; negative: no limit")

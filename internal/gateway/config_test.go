@@ -19,7 +19,7 @@ func TestFlagsFillHandlerOptions(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	h := def.Handler
+	h := def.WithStoreDefaults().Handler
 	if h.MaxBodyBytes != graph.DefaultMaxBodyBytes || h.RequestTimeout != graph.DefaultRequestTimeout ||
 		h.RateLimit != graph.DefaultRateLimit || h.KeepAlive != graph.DefaultKeepAlive ||
 		h.ConnectionRate != graph.DefaultConnectionRate || !h.Introspection {
@@ -38,6 +38,46 @@ func TestFlagsFillHandlerOptions(t *testing.T) {
 	if h.RateLimit != 3 || h.MaxDepth != -1 || h.KeepAlive != 2*time.Second || h.Introspection ||
 		h.ClientIPHeader != "X-Real-IP" || h.MaxConnectionsPerUser != 4 {
 		t.Fatalf("set: %+v", h)
+	}
+}
+
+// Ensure the defaults that depend on the store are the embedded default's for a developer
+// (loopback only, introspection and GraphiQL on) and a real store's for production (every
+// interface, introspection and GraphiQL off), and that the flags override either way.
+func TestDefaultsDependOnTheStore(t *testing.T) {
+	t.Setenv(gateway.EnvAddr, "")
+	t.Setenv(gateway.EnvMongoURI, "")
+	t.Setenv(gateway.EnvMetricsAddr, "")
+	const mongo = "mongodb://db.example:27017"
+	for _, tc := range []struct {
+		args                      []string
+		addr                      string
+		introspection, playground bool
+	}{
+		{nil, gateway.DefaultEmbeddedAddr, true, true},
+		{[]string{"-addr", ":9000", "-playground=false"}, ":9000", true, false},
+		{[]string{"-mongo-uri", mongo}, gateway.DefaultAddr, false, false},
+		{[]string{"-introspection", "-mongo-uri", mongo, "-playground"}, gateway.DefaultAddr, true, true},
+		{[]string{"-mongo-uri", mongo, "-addr", "10.0.0.5:8080", "-introspection=true"}, "10.0.0.5:8080", true, false},
+	} {
+		var c gateway.Config
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		c.RegisterFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		got := c.WithStoreDefaults()
+		if got.Addr != tc.addr || got.Handler.Introspection != tc.introspection || got.Playground != tc.playground {
+			t.Errorf("%q: addr %q, introspection %v, GraphiQL %v; want %q, %v, %v", tc.args,
+				got.Addr, got.Handler.Introspection, got.Playground, tc.addr, tc.introspection, tc.playground)
+		}
+	}
+
+	// A Config written in code means what it says, whatever the store.
+	code := gateway.Config{Addr: "127.0.0.1:0", Playground: true}.WithStoreDefaults()
+	if code.Addr != "127.0.0.1:0" || !code.Playground || code.Handler.Introspection {
+		t.Errorf("a Config written in code became %q, GraphiQL %v, introspection %v", code.Addr, code.Playground, code.Handler.Introspection)
 	}
 }
 

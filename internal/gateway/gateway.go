@@ -53,6 +53,9 @@ type Gateway struct {
 	Follower    *openimsync.Follower
 	Logger      *slog.Logger
 	Metrics     *ops.Metrics // this gateway's own Prometheus registry, served on /metrics
+
+	// MetricsAddr is the address /metrics is served on when Config.MetricsAddr names one.
+	MetricsAddr string
 	// IdentityProvider checks the tokens of the identity provider Config.IdentityProvider
 	// names, accepted besides msggate's own; nil when none is configured.
 	IdentityProvider *auth.IdentityProvider
@@ -66,8 +69,9 @@ type Gateway struct {
 	// (Config.StoreRequests, graph.HandlerOptions.StoreRequests).
 	StoreRequests *admission.Limiter
 	// PlaygroundToken, when set before Handler, gives the token GraphiQL's Headers tab opens
-	// with (playground.Options.Token). Only a caller that made the demo user of an embedded
-	// store sets it; nil, the default, leaves the tab for the user to fill.
+	// with (playground.Options.Token), for clients on this machine only (graph.LoopbackClient).
+	// Only a caller that made the demo user of an embedded store sets it; nil, the default,
+	// leaves the tab for the user to fill.
 	PlaygroundToken func() string
 
 	observers Observers
@@ -90,6 +94,7 @@ type Observers struct {
 
 // OpenObserved is Open with observers.
 func OpenObserved(ctx context.Context, cfg Config, obs Observers, logger *slog.Logger) (g *Gateway, err error) {
+	cfg = cfg.WithStoreDefaults()
 	// Every line logged with a request's context carries its request_id.
 	logger = ops.WithRequestIDs(logger)
 	opened := &Gateway{Config: cfg, observers: obs, Logger: logger, Metrics: ops.NewMetrics(),

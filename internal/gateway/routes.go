@@ -41,11 +41,27 @@ func (g *Gateway) Handler() http.Handler {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.Handle("GET /readyz", ops.ReadinessHandler(g.Logger, ops.DefaultReadinessTimeout, read.checks...))
-	mux.Handle("GET /metrics", g.Metrics.Handler())
+	if g.Config.MetricsAddr == "" {
+		mux.Handle("GET /metrics", g.Metrics.Handler())
+	}
 	if g.Config.Playground {
-		graphiql := playground.New(playground.Options{Endpoint: "/query", Token: g.PlaygroundToken})
-		mux.Handle("GET /{$}", graphiql)
+		graphiql := playground.New(playground.Options{Endpoint: "/query"})
 		mux.Handle("GET "+playground.AssetsPath, graphiql)
+		if g.PlaygroundToken == nil {
+			mux.Handle("GET /{$}", graphiql)
+		} else {
+			// The demo token is for the developer at this machine: whoever else reaches the
+			// gateway gets the page without it.
+			withToken := playground.New(playground.Options{Endpoint: "/query", Token: g.PlaygroundToken})
+			header := g.Config.Handler.ClientIPHeader
+			mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+				if graph.LoopbackClient(r, header) {
+					withToken.ServeHTTP(w, r)
+					return
+				}
+				graphiql.ServeHTTP(w, r)
+			})
+		}
 	} else {
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")

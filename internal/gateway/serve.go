@@ -16,14 +16,25 @@ import (
 // shutdownGrace is the least time Serve gives in-flight requests to finish once told to stop.
 const shutdownGrace = 15 * time.Second
 
-// Serve listens on the configured address and serves until ctx ends, then drains in-flight
-// requests. ready, when not nil, is told the address listened on before the first request.
+// Serve listens on the configured address (and /metrics on its own, when configured) and
+// serves until ctx ends, then drains in-flight requests. ready, when not nil, is told the
+// address listened on before the first request.
 func (g *Gateway) Serve(ctx context.Context, ready func(addr string)) error {
 	ln, err := net.Listen("tcp", g.Config.Addr)
 	if err != nil {
 		return err
 	}
 	g.Addr = ln.Addr().String()
+	errc := make(chan error, 2)
+	if g.Config.MetricsAddr != "" {
+		metrics, err := g.serveMetrics(errc)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		// Closed last, so that a scrape still sees the drain.
+		defer func() { _ = metrics.Close() }()
+	}
 	g.server = &http.Server{
 		Handler:           g.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -35,10 +46,10 @@ func (g *Gateway) Serve(ctx context.Context, ready func(addr string)) error {
 	if ready != nil {
 		ready(g.Addr)
 	}
-	errc := make(chan error, 1)
 	go func() { errc <- g.server.Serve(ln) }()
 	select {
 	case err := <-errc:
+		_ = g.server.Close()
 		return err
 	case <-ctx.Done():
 	}
@@ -65,6 +76,27 @@ func (g *Gateway) Serve(ctx context.Context, ready func(addr string)) error {
 	}
 	g.Logger.Info("shut down: every request answered")
 	return nil
+}
+
+// serveMetrics serves /metrics on Config.MetricsAddr, which operators can keep off the
+// network clients reach; errc is told when it stops serving.
+func (g *Gateway) serveMetrics(errc chan<- error) (*http.Server, error) {
+	ln, err := net.Listen("tcp", g.Config.MetricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("-metrics-addr: %w", err)
+	}
+	g.MetricsAddr = ln.Addr().String()
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", g.Metrics.Handler())
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       serverTimeout(g.Config.ReadTimeout, DefaultReadTimeout),
+		IdleTimeout:       serverTimeout(g.Config.IdleTimeout, DefaultIdleTimeout),
+		ErrorLog:          slog.NewLogLogger(g.Logger.Handler(), slog.LevelWarn),
+	}
+	go func() { errc <- fmt.Errorf("serving /metrics: %w", srv.Serve(ln)) }()
+	return srv, nil
 }
 
 // serverTimeout is a Config timeout as http.Server takes it: zero is the default, negative
