@@ -156,7 +156,7 @@ func (a admissionCheck) InterceptOperation(ctx context.Context, next graphql.Ope
 	}
 	// The checks only read the deadline; waiting for a turn (requests) needs it to end.
 	cctx := context.Context(deadlineOnly{ctx, deadline})
-	store := needsStore(opCtx.Operation)
+	store := needsStore(opCtx.Doc, opCtx.Operation)
 	if store && a.requests != nil {
 		var cancel context.CancelFunc
 		cctx, cancel = context.WithDeadline(ctx, deadline)
@@ -215,15 +215,44 @@ type deadlineOnly struct {
 
 func (c deadlineOnly) Deadline() (time.Time, bool) { return c.deadline, true }
 
-// needsStore reports whether an operation will ask the store for sure: a mutation, or a
-// catch-up read, which the devices of a reconnect storm all make at once.
-func needsStore(op *ast.OperationDefinition) bool {
+// needsStore reports whether an operation of doc will ask the store for sure: a mutation, or
+// a catch-up read, which the devices of a reconnect storm all make at once.
+func needsStore(doc *ast.QueryDocument, op *ast.OperationDefinition) bool {
 	if op.Operation == ast.Mutation {
 		return true
 	}
-	for _, sel := range op.SelectionSet {
-		if f, ok := sel.(*ast.Field); ok && (f.Name == "syncState" || f.Name == "syncDifference") {
-			return true
+	var walked map[string]bool
+	if len(doc.Fragments) > 0 {
+		walked = make(map[string]bool, len(doc.Fragments))
+	}
+	return asksCatchUp(doc, op.SelectionSet, walked)
+}
+
+// asksCatchUp reports whether a root selection set asks for a catch-up read, in a field of
+// its own or in the fragments it spreads, however they nest. Each named fragment is looked
+// into once (walked, which it adds to, has room for them all): a fragment spread many times over would otherwise
+// cost as much as the answer it multiplies. @skip and @include are not looked at: a field
+// they leave out only makes the check stricter than the answer needs.
+func asksCatchUp(doc *ast.QueryDocument, set ast.SelectionSet, walked map[string]bool) bool {
+	for _, sel := range set {
+		switch s := sel.(type) {
+		case *ast.Field:
+			if s.Name == "syncState" || s.Name == "syncDifference" {
+				return true
+			}
+		case *ast.InlineFragment:
+			if asksCatchUp(doc, s.SelectionSet, walked) {
+				return true
+			}
+		case *ast.FragmentSpread:
+			f := doc.Fragments.ForName(s.Name)
+			if f == nil || walked[s.Name] {
+				continue
+			}
+			walked[s.Name] = true
+			if asksCatchUp(doc, f.SelectionSet, walked) {
+				return true
+			}
 		}
 	}
 	return false

@@ -72,3 +72,40 @@ func TestPresenterOutages(t *testing.T) {
 		}
 	}
 }
+
+// storeClosed is a store Admitter that refuses everything and counts the operations it saw.
+type storeClosed struct{ asked int }
+
+func (s *storeClosed) Check(context.Context) error {
+	s.asked++
+	return &admission.RefusedError{Name: "message store", RetryAfter: time.Second}
+}
+
+// Ensure the store's admission sees a catch-up read however the query reaches it at the root:
+// as a field, or inside named and inline fragments, nested, spread many times; and that a
+// query that never asks the store is not held back by it.
+func TestStoreAdmissionSeesFragments(t *testing.T) {
+	store := &storeClosed{}
+	opts := loaderTestOptions()
+	opts.StoreAdmission = store
+	h := NewHandler(&Resolver{Conversations: &countingConversations{}}, opts)
+	for name, query := range map[string]string{
+		"field":            `{ syncState(first: 1) { token } }`,
+		"named fragment":   `{ ...F } fragment F on Query { syncState(first: 1) { token } }`,
+		"inline fragment":  `{ ... on Query { syncDifference(since: "x") { token } } }`,
+		"nested fragments": `{ viewer { userID } ...A } fragment A on Query { ... { ...B } } fragment B on Query { syncState { token } }`,
+		"many spreads": `{ ...A ...A } fragment A on Query { ...B ...B ...C } fragment B on Query { viewer { userID } }
+			fragment C on Query { ...B ... { syncState { token } } }`,
+	} {
+		store.asked = 0
+		out := askHandler(t, h, query)
+		if errorCodes(out) != "UNAVAILABLE" || store.asked != 1 {
+			t.Errorf("%s: answered %v after %d store checks, want UNAVAILABLE after one", name, out, store.asked)
+		}
+	}
+	store.asked = 0
+	out := askHandler(t, h, `{ ...F } fragment F on Query { viewer { userID } }`)
+	if out["errors"] != nil || store.asked != 0 {
+		t.Errorf("a read without the store through a fragment: %v after %d store checks, want an answer and none", out, store.asked)
+	}
+}

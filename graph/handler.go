@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
@@ -74,7 +73,14 @@ type HandlerOptions struct {
 	ClientIPHeader string
 	// PersistedQueries keeps the queries of automatic persisted queries (APQ). Default: an
 	// in-process LRU of 1000, which other instances do not see.
-	PersistedQueries graphql.Cache[string]
+	PersistedQueries PersistedQueryStore
+	// PersistedQueriesPerUser and PersistedQueryBytesPerUser bound what one user may register
+	// in PersistedQueries in its window (a day for msggate's Redis): a query past either still
+	// runs, but is not kept. Defaults DefaultPersistedQueriesPerUser and
+	// DefaultPersistedQueryBytesPerUser; negative: no bound. The default store, in process,
+	// is bounded by its size instead.
+	PersistedQueriesPerUser    int
+	PersistedQueryBytesPerUser int64
 	// StoreAdmission and CacheAdmission, when set, say whether the message store and Redis
 	// would take more work now: an operation that needs one that would not is refused before
 	// it runs, with UNAVAILABLE and a retry hint (admission.go).
@@ -130,7 +136,6 @@ func NewHandler(r *Resolver, o HandlerOptions) http.Handler {
 	srv.AddTransport(newWSTransport(r, o))
 	srv.AroundOperations(connectionOperations)
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
-	srv.Use(persistedQueries(o.PersistedQueries))
 	if o.MaxTokens > 0 {
 		srv.SetParserTokenLimit(o.MaxTokens)
 	}
@@ -141,6 +146,8 @@ func NewHandler(r *Resolver, o HandlerOptions) http.Handler {
 	if o.MaxComplexity > 0 {
 		srv.Use(newPricedOperations(o.MaxComplexity))
 	}
+	// After the limits: a query is registered only once they have let it through.
+	srv.Use(newPersistedQueries(o))
 	// Last of the checks before execution: the others cost nothing and refuse for good.
 	srv.Use(admissionCheck{store: o.StoreAdmission, cache: o.CacheAdmission, requests: o.StoreRequests, timeout: o.RequestTimeout, o: o})
 	srv.AroundRootFields(timeLimit)
@@ -194,7 +201,13 @@ func (o HandlerOptions) withDefaults() HandlerOptions {
 		o.MaxPendingConnectionsPerAddress = DefaultMaxPendingConnectionsPerAddress
 	}
 	if o.PersistedQueries == nil {
-		o.PersistedQueries = lru.New[string](1000)
+		o.PersistedQueries = newProcessQueries()
+	}
+	if o.PersistedQueriesPerUser == 0 {
+		o.PersistedQueriesPerUser = DefaultPersistedQueriesPerUser
+	}
+	if o.PersistedQueryBytesPerUser == 0 {
+		o.PersistedQueryBytesPerUser = DefaultPersistedQueryBytesPerUser
 	}
 	if o.ConnectionRate == 0 {
 		o.ConnectionRate = DefaultConnectionRate

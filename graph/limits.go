@@ -51,6 +51,9 @@ const (
 	// a WebSocket connection over the pace new connections are accepted at.
 	limitOverload       = "overload"
 	limitConnectionRate = "connectionRate"
+	// Not a refusal of the request: a persisted query it sent was not kept, as its user
+	// registered the most they may in the store's window (persisted_queries.go).
+	limitPersistedQueries = "persistedQueries"
 )
 
 // limitError is the error of a request refused by one of the limits.

@@ -88,7 +88,19 @@ func askAs(t *testing.T, convs ConversationSource, o LoaderOptions, query string
 // askWithChunks is askAs with a chunk source.
 func askWithChunks(t *testing.T, convs ConversationSource, chunks history.ChunkSource, o LoaderOptions, query string) map[string]any {
 	t.Helper()
-	h := NewHandler(&Resolver{Conversations: convs, Chunks: chunks}, HandlerOptions{JWTSecret: loaderTestSecret, Loaders: o, RateLimit: -1, Logger: slog.New(slog.DiscardHandler)})
+	opts := loaderTestOptions()
+	opts.Loaders = o
+	return askHandler(t, NewHandler(&Resolver{Conversations: convs, Chunks: chunks}, opts), query)
+}
+
+// loaderTestOptions are the handler options of askAs: alice's tokens, no rate limit, no logs.
+func loaderTestOptions() HandlerOptions {
+	return HandlerOptions{JWTSecret: loaderTestSecret, RateLimit: -1, Logger: slog.New(slog.DiscardHandler)}
+}
+
+// askHandler runs query through h as alice and returns its answer.
+func askHandler(t *testing.T, h http.Handler, query string) map[string]any {
+	t.Helper()
 	token, err := auth.Issue(loaderTestSecret, "alice", false, time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)

@@ -200,6 +200,14 @@ func historiesOf(ctx context.Context, h history.Reader, f graphql.CollectedField
 	siblings := withSiblings(ctx)
 	for i := range nodes {
 		wg.Go(func() {
+			// gqlgen recovers a resolver's panics on the resolver's goroutine only: one here
+			// would end the process. It fails this node's page as a resolver's would fail
+			// its field.
+			defer func() {
+				if p := recover(); p != nil {
+					errs[i] = graphql.GetOperationContext(ctx).RecoverFunc(ctx, p)
+				}
+			}()
 			p, err := h.Page(siblings, nodes[i].ID, q)
 			if err != nil {
 				errs[i] = err

@@ -116,8 +116,9 @@ func withConnectionLoaders(ctx context.Context, r *Resolver, o *HandlerOptions, 
 }
 
 // connectionOperations gives each operation on a WebSocket connection what an HTTP request
-// gets from the middleware: its own loaders, a deadline (subscriptions ignore it: see
-// timeLimit), and a token from the user's rate-limit bucket.
+// gets from the middleware: its own loaders and a deadline (subscriptions ignore it: see
+// timeLimit). Its token from the user's rate-limit bucket was taken before it was read
+// (takeOperationToken).
 func connectionOperations(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	c, ok := ctx.Value(connLoadersKey{}).(connLoaders)
 	if !ok {
@@ -131,14 +132,26 @@ func connectionOperations(ctx context.Context, next graphql.OperationHandler) gr
 	if c.o.RequestTimeout > 0 {
 		ctx = context.WithValue(ctx, deadlineKey{}, time.Now().Add(c.o.RequestTimeout))
 	}
+	return next(ctx)
+}
+
+// takeOperationToken takes a token from the rate-limit bucket of the user of the WebSocket
+// connection ctx belongs to, for one operation, before anything of the operation is read:
+// parsing and validating it and registering its persisted query are work a client over its
+// rate must not cause, as over HTTP (rateGate). It answers the refusal, or nil. As over HTTP,
+// a limiter that cannot answer lets the operation through.
+func takeOperationToken(ctx context.Context) *gqlerror.Error {
+	c, ok := ctx.Value(connLoadersKey{}).(connLoaders)
+	if !ok {
+		return nil
+	}
 	if lim := c.o.RateLimiter; lim != nil && c.o.RateLimit > 0 && c.o.RateBurst > 0 {
-		// As over HTTP, a limiter that cannot answer lets the operation through.
 		if ok, retry, err := lim.TakeToken(ctx, c.viewer, c.o.RateLimit, c.o.RateBurst); err == nil && !ok {
 			c.o.countRefusal(limitRate)
-			return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{rateError(limitRate, "", c.o.RateLimit, c.o.RateBurst, retry)}})
+			return rateError(limitRate, "", c.o.RateLimit, c.o.RateBurst, retry)
 		}
 	}
-	return next(ctx)
+	return nil
 }
 
 // MaxSubscriptionsPerConnection bounds the syncEvents subscriptions one WebSocket connection

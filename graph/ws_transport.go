@@ -346,12 +346,19 @@ func (c *wsConnection) operate(ctx context.Context, cancel context.CancelFunc, i
 	}
 }
 
-// prepare decodes, parses and validates operation id and dispatches it: it returns its
-// answers' handler, or nil once it has answered an operation that cannot run (with done
-// called first).
+// prepare takes the operation's rate-limit token, then decodes, parses and validates
+// operation id and dispatches it: it returns its answers' handler, or nil once it has
+// answered an operation that cannot run (with done called first).
 func (c *wsConnection) prepare(ctx context.Context, id string, payload json.RawMessage, start time.Time,
 	pump *streamPump, done func()) (graphql.ResponseHandler, *graphql.OperationContext, context.Context) {
 	ctx = graphql.StartOperationTrace(ctx)
+	if refused := takeOperationToken(ctx); refused != nil {
+		resp := c.exec.DispatchError(ctx, gqlerror.List{refused})
+		done()
+		c.next(id, resp)
+		c.complete(id)
+		return nil, nil, ctx
+	}
 	params := &graphql.RawParams{}
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()

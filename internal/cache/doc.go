@@ -27,6 +27,7 @@
 //	<prefix>{u:<userID>}:events               list: the user's events, oldest first (also the pub/sub channel's name)
 //	<prefix>{u:<userID>}:evkeys               sorted set: the keys of the changes the log announced, by time, kept as long as the events
 //	<prefix>{u:<userID>}:rate                 hash: the user's request token bucket
+//	<prefix>{u:<userID>}:apq                  hash {n, b}: the persisted queries the user registered in the current window, and their bytes (apq.go)
 //	<prefix>{a:<address>}:rate                hash: the request token bucket of a client address without a valid token
 //	<prefix>instance:<id>                     string: a gateway instance is alive (see sync.Outbox.Heartbeat)
 //	<prefix>apq:<sha256>                      string: a persisted query's text

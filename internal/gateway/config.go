@@ -229,6 +229,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Handler.AnonymousRateBurst, "anonymous-rate-burst", graph.DefaultAnonymousRateBurst, "requests without a valid token each client address may make at once")
 	fs.IntVar(&c.Handler.MaxConnectionsPerUser, "ws-per-user", graph.DefaultMaxConnectionsPerUser, "WebSocket connections each user may hold on this instance; negative: no limit")
 	fs.IntVar(&c.Handler.MaxPendingConnectionsPerAddress, "ws-pending-per-address", graph.DefaultMaxPendingConnectionsPerAddress, "WebSocket connections each client address may hold before connection_init; negative: no limit")
+	fs.IntVar(&c.Handler.PersistedQueriesPerUser, "apq-per-user", graph.DefaultPersistedQueriesPerUser, "persisted queries each user may register a day; one past it runs but is not kept; negative: no limit")
+	fs.Int64Var(&c.Handler.PersistedQueryBytesPerUser, "apq-bytes-per-user", graph.DefaultPersistedQueryBytesPerUser, "bytes of persisted queries each user may register a day; negative: no limit")
 	fs.StringVar(&c.Handler.ClientIPHeader, "client-ip-header", "", "header in which the proxy in front gives the client's address (X-Forwarded-For, X-Real-IP); only behind such a proxy")
 	fs.IntVar(&c.StoreRequests, "store-requests", DefaultStoreRequests, "operations that need the store (mutations, syncState, syncDifference) this instance runs at once; one that would wait over 500ms for its turn is refused with UNAVAILABLE; negative: no limit")
 	fs.IntVar(&c.StoreConcurrency, "store-concurrency", admission.DefaultMaxInFlight, "MongoDB operations this instance runs at once; more wait, and what cannot finish in time is refused with UNAVAILABLE; negative: no limit")

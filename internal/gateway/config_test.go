@@ -106,3 +106,26 @@ func TestIdentityProviderAnyFlags(t *testing.T) {
 		t.Errorf("with %s=true: %+v, want AnyAudience only", gateway.EnvJWTAnyAudience, c)
 	}
 }
+
+// Ensure the bounds on persisted query registrations come from their flags, and default to
+// the handler's defaults.
+func TestPersistedQueryFlags(t *testing.T) {
+	for _, c := range []struct {
+		args         []string
+		count, bytes int64
+	}{
+		{nil, graph.DefaultPersistedQueriesPerUser, graph.DefaultPersistedQueryBytesPerUser},
+		{[]string{"-apq-per-user", "5", "-apq-bytes-per-user", "-1"}, 5, -1},
+	} {
+		var cfg gateway.Config
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		cfg.RegisterFlags(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if h := cfg.Handler; int64(h.PersistedQueriesPerUser) != c.count || h.PersistedQueryBytesPerUser != c.bytes {
+			t.Errorf("%v: %d queries, %d bytes; want %d, %d", c.args, h.PersistedQueriesPerUser, h.PersistedQueryBytesPerUser, c.count, c.bytes)
+		}
+	}
+}

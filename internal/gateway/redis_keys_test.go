@@ -39,6 +39,7 @@ var keyFamilies = []struct {
 	{"user rate bucket", regexp.MustCompile(`^msggate:\{u:[^}]+\}:rate$`), time.Hour},
 	{"address rate bucket", regexp.MustCompile(`^msggate:\{a:[^}]+\}:rate$`), time.Hour},
 	{"persisted query", regexp.MustCompile(`^msggate:apq:[0-9a-f]{64}$`), cache.DefaultPersistedQueryTTL},
+	{"persisted query registrations", regexp.MustCompile(`^msggate:\{u:[^}]+\}:apq$`), cache.DefaultPersistedQueryTTL},
 	{"live instance", regexp.MustCompile(`^msggate:instance:[0-9a-f]+$`), imsync.InstanceTTL},
 }
 
