@@ -4,7 +4,8 @@
 // OpenIM tells its changes on Kafka (internal/openimfeed), but the topic is a fast hint, not
 // the truth: a message can reach OpenIM's stores without a record, and a record can come
 // twice. So every event is keyed (a second one under the same key is left out), and each
-// conversation's followed seq (the highest seq logged) is kept in msggate's Redis: a record
+// conversation's followed seq (the seq up to which every seq is logged, or passed over as a
+// hole) is kept in msggate's Redis: a record
 // whose seq jumps past it, or an OpenIM max seq that runs ahead of it (FillGaps), makes the
 // missing seqs be read from OpenIM's MongoDB and message cache and logged. The counters of
 // every event come from OpenIM's stores, as OpenIM-mode reads give them.
@@ -102,9 +103,9 @@ func New(events *imsync.EventLog, store *openim.Store, c *cache.Cache, opts Opti
 // before them. An error means some were not logged: the caller retries the batch (the feed
 // does not commit it), which logs nothing twice.
 func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error {
-	// The seqs of the batch, per conversation: what the followed seq must reach, and where
-	// the batch starts (anything between the followed seq and it was skipped).
-	first, last := map[string]int64{}, map[string]int64{}
+	// The seqs of the batch, per conversation: where the batch starts (anything between the
+	// followed seq and it was skipped) and which seqs it logs.
+	first, batchSeqs := map[string]int64{}, map[string][]int64{}
 	var convs []string
 	followed := make([]bool, len(changes)) // which changes are messages devices follow
 	for i, ch := range changes {
@@ -116,7 +117,7 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 			first[ch.ConversationID] = ch.Seq
 		}
 		first[ch.ConversationID] = min(first[ch.ConversationID], ch.Seq)
-		last[ch.ConversationID] = max(last[ch.ConversationID], ch.Seq)
+		batchSeqs[ch.ConversationID] = append(batchSeqs[ch.ConversationID], ch.Seq)
 	}
 	logged, err := f.cache.FollowedSeqs(ctx, convs)
 	if err != nil {
@@ -128,11 +129,16 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 	if err := f.cache.InvalidateChunks(ctx, touchedChunks(changes)); err != nil {
 		return err
 	}
+	// upTo is, per conversation, the seq up to which everything will be logged once the
+	// batch is: the followed seq may go no further, or a seq below it whose record is lost
+	// would never be looked for again (FillGaps reads only above the followed seq).
+	upTo := make(map[string]int64, len(convs))
 	since := int64(-1) // when following began, read once if needed
 	for i, c := range convs {
+		upTo[c] = logged[i]
 		switch {
 		case logged[i] > 0 && first[c] > logged[i]+1:
-			if _, err := f.fill(ctx, c, logged[i]+1, first[c]-1, false, 0); err != nil {
+			if upTo[c], err = f.fill(ctx, c, logged[i]+1, first[c]-1, false, 0); err != nil {
 				return err
 			}
 		case logged[i] == 0 && first[c] > 1:
@@ -143,10 +149,13 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 					return err
 				}
 			}
-			if _, err := f.fill(ctx, c, max(1, first[c]-fillPage), first[c]-1, true, since); err != nil {
+			if upTo[c], err = f.fill(ctx, c, max(1, first[c]-fillPage), first[c]-1, true, since); err != nil {
 				return err
 			}
+		case logged[i] == 0:
+			upTo[c] = first[c] - 1 // the conversation's first seq
 		}
+		upTo[c] = contiguousEnd(upTo[c], batchSeqs[c])
 	}
 	var msgs []imsync.StoredMessage
 	flush := func() error {
@@ -176,7 +185,19 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 	if err := f.membersChanged(ctx, changes); err != nil {
 		return err
 	}
-	return f.cache.RaiseFollowedSeqs(ctx, last)
+	return f.cache.RaiseFollowedSeqs(ctx, upTo)
+}
+
+// contiguousEnd returns how far a run of logged seqs reaches: from done (everything up to it
+// is logged), over the seqs that continue it without a gap.
+func contiguousEnd(done int64, seqs []int64) int64 {
+	for _, s := range slices.Sorted(slices.Values(seqs)) {
+		if s > done+1 {
+			break
+		}
+		done = max(done, s)
+	}
+	return done
 }
 
 // membersChanged has the devices following a group whose members changed re-read what they

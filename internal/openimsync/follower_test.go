@@ -245,3 +245,88 @@ func equalSeqs(a, b []int64) bool {
 	}
 	return true
 }
+
+// followedSeq is the seq up to which the follower says conv is logged.
+func (w *world) followedSeq(t *testing.T, conv string) int64 {
+	t.Helper()
+	seqs, err := w.cache.FollowedSeqs(context.Background(), []string{conv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seqs[0]
+}
+
+// Ensure a seq the gap fill cannot find yet (allocated by OpenIM, in neither of its stores)
+// holds the followed seq below it, though records beyond it were logged: when that message
+// reaches OpenIM's MongoDB later and its record is lost, the gap fill still announces it.
+func TestFollowStopsAtAHole(t *testing.T) {
+	w := newWorld(t, openimsync.Options{HoleGrace: time.Hour})
+	conv := openimtest.SingleConversationID("ann", "bob")
+	send := func(text string) (int64, openimfeed.Change) {
+		m := openimtest.Single("ann", "bob", openimtest.ContentText, openimtest.TextContent(text))
+		seq := w.IM.Send(conv, m)[0]
+		return seq, record(conv, seq, m)
+	}
+	s1, r1 := send("1")
+	tok := summary(t, w, "bob").Token
+	w.apply(t, r1)
+	hole := w.IM.Malloc(conv, 1) + 1 // its message is on its way to OpenIM's stores
+	s3, r3 := send("3")
+	s4, r4 := send("4")
+	w.apply(t, r3, r4)
+	if got := w.followedSeq(t, conv); got != s1 {
+		t.Fatalf("followed seq %d after a batch behind a hole at %d, want %d (what was filled)", got, hole, s1)
+	}
+
+	late := openimtest.Single("ann", "bob", openimtest.ContentText, openimtest.TextContent("2"))
+	late.Seq, late.SendTime, late.CreateTime = hole, w.IM.Now(), w.IM.Now()
+	w.IM.WriteMessages(conv, []*openimtest.MsgData{late}) // its record never comes
+	if err := w.follower.FillGaps(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := w.difference(t, "bob", tok)
+	var got []int64
+	for _, ev := range evs {
+		got = append(got, ev.Seq)
+	}
+	if want := []int64{s1, s3, s4, hole}; !equalSeqs(got, want) {
+		t.Fatalf("bob got seqs %v, want %v: the late message announced, nothing twice", got, want)
+	}
+	if got := w.followedSeq(t, conv); got != s4 {
+		t.Errorf("followed seq %d once the hole was filled, want %d", got, s4)
+	}
+}
+
+// Ensure a batch whose own seqs skip one (its record lost) raises the followed seq only up to
+// the skip, so that the gap fill announces the skipped message.
+func TestFollowStopsAtASkipInTheBatch(t *testing.T) {
+	w := newWorld(t, openimsync.Options{HoleGrace: time.Hour})
+	conv := openimtest.SingleConversationID("ann", "bob")
+	send := func(text string) (int64, openimfeed.Change) {
+		m := openimtest.Single("ann", "bob", openimtest.ContentText, openimtest.TextContent(text))
+		seq := w.IM.Send(conv, m)[0]
+		return seq, record(conv, seq, m)
+	}
+	s1, r1 := send("1")
+	tok := summary(t, w, "bob").Token
+	s2, _ := send("2") // its record is lost
+	s3, r3 := send("3")
+	w.apply(t, r1, r3)
+	if got := w.followedSeq(t, conv); got != s1 {
+		t.Fatalf("followed seq %d after a batch of seqs %d and %d, want %d", got, s1, s3, s1)
+	}
+	if err := w.follower.FillGaps(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := w.difference(t, "bob", tok)
+	var got []int64
+	for _, ev := range evs {
+		got = append(got, ev.Seq)
+	}
+	if want := []int64{s1, s3, s2}; !equalSeqs(got, want) {
+		t.Fatalf("bob got seqs %v, want %v", got, want)
+	}
+	if got := w.followedSeq(t, conv); got != s3 {
+		t.Errorf("followed seq %d after the gap fill, want %d", got, s3)
+	}
+}
