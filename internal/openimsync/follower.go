@@ -5,9 +5,9 @@
 // the truth: a message can reach OpenIM's stores without a record, and a record can come
 // twice. So every event is keyed (a second one under the same key is left out), and each
 // conversation's followed seq (the seq up to which every seq is logged, or passed over as a
-// hole) is kept in msggate's Redis: a record
-// whose seq jumps past it, or an OpenIM max seq that runs ahead of it (FillGaps), makes the
-// missing seqs be read from OpenIM's MongoDB and message cache and logged. The counters of
+// hole) is kept in msggate's Redis: a record whose seq jumps past it, or an OpenIM max seq
+// that runs ahead of it (FillGaps), makes the missing seqs be read from OpenIM's MongoDB and
+// message cache and logged. The counters of
 // every event come from OpenIM's stores, as OpenIM-mode reads give them.
 package openimsync
 
