@@ -13,6 +13,7 @@ package openimsync
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -101,8 +102,28 @@ func New(events *imsync.EventLog, store *openim.Store, c *cache.Cache, opts Opti
 
 // Apply logs the events of a batch of the feed's changes, after any seqs the feed skipped
 // before them. An error means some were not logged: the caller retries the batch (the feed
-// does not commit it), which logs nothing twice.
+// does not commit it), which logs nothing twice. An error wrapping openimfeed.ErrRefused says
+// a change can never be logged (OpenIM's ID rules refuse what it names: refused); retrying
+// it is pointless, and the feed sets its record aside.
 func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error {
+	err := f.apply(ctx, changes)
+	if refused(err) {
+		return fmt.Errorf("%w: %w", openimfeed.ErrRefused, err)
+	}
+	return err
+}
+
+// refused reports whether err refuses the input itself, as opposed to a store that failed:
+// an ID, a seq or a size the rules do not allow is as wrong on the next try.
+func refused(err error) bool {
+	switch im.ErrorCode(err) {
+	case im.EINVALID, im.ELIMIT:
+		return true
+	}
+	return false
+}
+
+func (f *Follower) apply(ctx context.Context, changes []openimfeed.Change) error {
 	// The seqs of the batch, per conversation: where the batch starts (anything between the
 	// followed seq and it was skipped) and which seqs it logs.
 	first, batchSeqs := map[string]int64{}, map[string][]int64{}
@@ -455,7 +476,7 @@ func (f *Follower) fill(ctx context.Context, conversationID string, from, to int
 		if err := f.cache.InvalidateChunks(ctx, dedupe(docIDs)); err != nil {
 			return from - 1, err
 		}
-		if err := f.events.AnnounceMessages(ctx, msgs); err != nil {
+		if err := f.announceStored(ctx, msgs); err != nil {
 			return from - 1, err
 		}
 		if done < end {
@@ -466,6 +487,27 @@ func (f *Follower) fill(ctx context.Context, conversationID string, from, to int
 		f.opts.Logger.Info("OpenIM feed: logged seqs that reached OpenIM's stores without a record", "conversation", conversationID, "from", from, "to", done)
 	}
 	return done, nil
+}
+
+// announceStored logs messages read from OpenIM's stores. One the rules refuse (a user ID
+// OpenIM allows and msggate cannot log for) is passed over, logged, as a hole is: it must not
+// hold back the messages after it, nor fail every gap fill.
+func (f *Follower) announceStored(ctx context.Context, msgs []imsync.StoredMessage) error {
+	err := f.events.AnnounceMessages(ctx, msgs)
+	if !refused(err) || len(msgs) == 0 {
+		return err
+	}
+	for _, m := range msgs {
+		err := f.events.AnnounceMessages(ctx, []imsync.StoredMessage{m})
+		switch {
+		case refused(err):
+			f.opts.Logger.Warn("OpenIM feed: a message of OpenIM's stores msggate cannot log is passed over",
+				"conversation", m.ConversationID, "seq", m.Seq, "err", err)
+		case err != nil:
+			return err
+		}
+	}
+	return nil
 }
 
 // FillGaps compares each conversation active within ActiveWindow with OpenIM's max seq, and
