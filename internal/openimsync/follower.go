@@ -7,8 +7,8 @@
 // conversation's followed seq (the seq up to which every seq is logged, or passed over as a
 // hole) is kept in msggate's Redis: a record whose seq jumps past it, or an OpenIM max seq
 // that runs ahead of it (FillGaps), makes the missing seqs be read from OpenIM's MongoDB and
-// message cache and logged. The counters of
-// every event come from OpenIM's stores, as OpenIM-mode reads give them.
+// message cache and logged. The counters of every event come from OpenIM's stores, as
+// OpenIM-mode reads give them.
 package openimsync
 
 import (
@@ -173,8 +173,6 @@ func (f *Follower) apply(ctx context.Context, changes []openimfeed.Change) error
 			if upTo[c], err = f.fill(ctx, c, max(1, first[c]-fillPage), first[c]-1, true, since); err != nil {
 				return err
 			}
-		case logged[i] == 0:
-			upTo[c] = first[c] - 1 // the conversation's first seq
 		}
 		upTo[c] = contiguousEnd(upTo[c], batchSeqs[c])
 	}
