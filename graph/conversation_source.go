@@ -29,6 +29,8 @@ type ConversationSource interface {
 type SyncLog interface {
 	// Summary returns userID's state summary and the log token it is valid from.
 	Summary(ctx context.Context, userID string) (imsync.Summary, error)
+	// ParseToken parses a token Summary or Difference gave, by the ID rules of the log's store.
+	ParseToken(s string) (im.SyncToken, error)
 	// Difference returns userID's events after since.
 	Difference(ctx context.Context, userID string, since im.SyncToken, limit int) (imsync.Difference, error)
 }

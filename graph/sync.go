@@ -58,7 +58,7 @@ func (r *Resolver) syncDifference(ctx context.Context, since string, limit *int)
 	if err != nil {
 		return nil, err
 	}
-	tok, err := im.ParseSyncToken(since)
+	tok, err := log.ParseToken(since)
 	if err != nil {
 		return nil, err
 	}

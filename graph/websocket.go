@@ -260,7 +260,8 @@ const closeWait = 10 * time.Second
 
 // syncEvents answers Subscription.syncEvents.
 func (r *Resolver) syncEvents(ctx context.Context, since *string) (<-chan *model.SyncEvent, error) {
-	if r.syncLog() == nil {
+	log := r.syncLog()
+	if log == nil {
 		return nil, errNoEventLog
 	}
 	viewer, err := auth.ViewerFrom(ctx)
@@ -269,7 +270,7 @@ func (r *Resolver) syncEvents(ctx context.Context, since *string) (<-chan *model
 	}
 	var tok *im.SyncToken
 	if since != nil {
-		t, err := im.ParseSyncToken(*since)
+		t, err := log.ParseToken(*since)
 		if err != nil {
 			return nil, err
 		}

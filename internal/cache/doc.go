@@ -19,7 +19,7 @@
 //	<prefix>{<conversationID>}:log            hash {epoch, pos, x, m}: a group stream's head and the newest max and min seq logged (group_log.go)
 //	<prefix>{<conversationID>}:events         list: a group stream's events, oldest first
 //	<prefix>{<conversationID>}:evkeys         sorted set: the keys of the changes the group stream logged, by time
-//	<prefix>{<conversationID>}:followed       string: OpenIM mode's highest seq logged from OpenIM's feed (followed_seq.go)
+//	<prefix>{<conversationID>}:followed       string: OpenIM mode's seq up to which every seq is logged from OpenIM's feed (followed_seq.go)
 //	<prefix>{u:<userID>}:readstate            hash {<conversationID>: "read,min"}: read seq and user min seq (read_state.go)
 //	<prefix>{u:<userID>}:convs                set: the IDs on the user's conversation list, with "" marking it filled (conversation_list.go)
 //	<prefix>{u:<userID>}:convsv               string: the conversation list's version, moved by every change from a random start
@@ -33,6 +33,7 @@
 //	<prefix>apq:<sha256>                      string: a persisted query's text
 //	<prefix>followed                          sorted set: OpenIM mode's followed conversations, by when their seq last moved
 //	<prefix>followed:since                    string: when OpenIM mode's follower began (ms)
+//	<prefix>feed:skipped                      list: JSON of the feed's records moved past without being applied, newest first (skipped_records.go)
 //
 // A group stream's channel is <prefix>{<conversationID>}:feed. How long each key lives is in
 // docs/architecture.md ("What msggate keeps in Redis").

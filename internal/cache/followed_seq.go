@@ -9,7 +9,7 @@ import (
 )
 
 // A follower of a store msggate does not own (OpenIM mode) logs each conversation's messages
-// as that store's feed tells them, and keeps here the highest seq it has logged per
+// as that store's feed tells them, and keeps here the seq up to which it has logged every seq per
 // conversation: a later seq beyond it, or a store whose max seq runs ahead of it, shows what
 // the feed never delivered. The conversations are also kept in a set scored by the time their
 // followed seq last moved, so that the recently active ones can be checked against the store.
@@ -30,7 +30,7 @@ func (c *Cache) followedSeqKey(conversationID string) string {
 
 func (c *Cache) followedSetKey() string { return c.opts.Prefix + "followed" }
 
-// FollowedSeqs returns the highest seq logged of each conversation, aligned with
+// FollowedSeqs returns the seq up to which each conversation is logged, aligned with
 // conversationIDs (0: none yet).
 func (c *Cache) FollowedSeqs(ctx context.Context, conversationIDs []string) ([]int64, error) {
 	out := make([]int64, len(conversationIDs))

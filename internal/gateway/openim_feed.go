@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/openimfeed"
 	"github.com/msggate/msggate/internal/openimsync"
 	imsync "github.com/msggate/msggate/internal/sync"
@@ -32,6 +33,7 @@ func (g *Gateway) followOpenIM() error {
 		}
 		opts.TLS = tlsConfig
 	}
+	opts.OnSkip = g.keepSkippedRecord
 	feed, err := openimfeed.Open(opts)
 	if err != nil {
 		return err
@@ -61,5 +63,20 @@ func (g *Gateway) followOpenIM() error {
 		feed.Close()
 		return nil
 	})
+	return nil
+}
+
+// keepSkippedRecord keeps a record the feed moved past in msggate's Redis, where an operator
+// finds it (cache.SkippedRecords, the list msggate:feed:skipped), and counts it once kept.
+func (g *Gateway) keepSkippedRecord(ctx context.Context, s openimfeed.Skipped) error {
+	r := cache.SkippedRecord{Topic: s.Topic, Partition: s.Partition, Offset: s.Offset, Key: string(s.Key),
+		Reason: s.Reason, Value: s.Value}
+	if s.Err != nil {
+		r.Error = s.Err.Error()
+	}
+	if err := g.Cache.KeepSkippedRecord(ctx, r); err != nil {
+		return err
+	}
+	g.Metrics.CountSkippedFeedRecord(s.Reason)
 	return nil
 }

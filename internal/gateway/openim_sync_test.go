@@ -321,3 +321,69 @@ func TestOpenIMMembershipFromKafka(t *testing.T) {
 		t.Fatalf("bob got %v after leaving the group", m)
 	}
 }
+
+// Ensure a device in OpenIM mode that is in a group whose ID OpenIM allows and msggate's own
+// rules do not (team_1, a legacy g_ group) can go on syncing: syncDifference takes the token
+// syncState gave, and the one each answer gives, as a subscription does, and answers the
+// group's new message.
+func TestOpenIMSyncTokenWithOpenIMGroupIDs(t *testing.T) {
+	w := startOpenIMWithFeed(t)
+	conv := openimtest.GroupConversationID("team_1")
+	w.IM.CreateGroupChatConversations("team_1", "alice", "bob")
+	w.IM.CreateConversation(openimtest.Conversation{OwnerUserID: "bob", ConversationID: "g_old_2",
+		ConversationType: openimtest.WriteGroupChatType, GroupID: "old_2"})
+	for _, g := range []string{"team_1", "old_2"} {
+		for _, u := range []string{"alice", "bob"} {
+			w.IM.AddGroupMember(g, u, openimtest.RoleMember)
+		}
+	}
+	first := openimtest.Group("alice", "team_1", openimtest.ContentText, openimtest.TextContent("one"))
+	s1 := w.IM.Send(conv, first)[0]
+	bob := w.IM.Login("bob", 2, 7)
+	var state struct {
+		SyncState struct {
+			Token string `json:"token"`
+		} `json:"syncState"`
+	}
+	w.Query(bob, `{ syncState { token } }`, nil, &state)
+	token := state.SyncState.Token
+	for _, c := range []string{conv, "g_old_2"} {
+		if !strings.Contains(token, ","+c+"=") {
+			t.Fatalf("bob's token %q follows no stream of %s", token, c)
+		}
+	}
+
+	const difference = `query($s: String!) { syncDifference(since: $s) { token events { type stream seq } } }`
+	var diff struct {
+		SyncDifference struct {
+			Token  string            `json:"token"`
+			Events []model.SyncEvent `json:"events"`
+		} `json:"syncDifference"`
+	}
+	// The feed's consumer group joins in the background: produce until the record is seen.
+	gatewaytest.WaitFor(t, 30*time.Second, "the group's message reaches bob's syncDifference", func() bool {
+		w.push.PushMessage(context.Background(), pushed(first, s1), headers)
+		r := w.Post(bob, difference, map[string]any{"s": token})
+		if len(r.Errors) > 0 {
+			t.Fatalf("syncDifference from syncState's token %q: %+v", token, r.Errors)
+		}
+		remarshal(t, r.Data, &diff)
+		return len(diff.SyncDifference.Events) > 0
+	})
+	if evs := diff.SyncDifference.Events; len(evs) != 1 || evs[0].Type != model.SyncEventTypeNewMessage ||
+		evs[0].Stream == nil || *evs[0].Stream != conv || *evs[0].Seq != s1 {
+		t.Fatalf("bob's difference: %+v, want NEW_MESSAGE %d in %s", evs, s1, conv)
+	}
+
+	second := openimtest.Group("alice", "team_1", openimtest.ContentText, openimtest.TextContent("two"))
+	s2 := w.IM.Send(conv, second)[0]
+	w.push.PushMessage(context.Background(), pushed(second, s2), headers)
+	token = diff.SyncDifference.Token
+	gatewaytest.WaitFor(t, 10*time.Second, "the second message reaches bob's syncDifference", func() bool {
+		w.Query(bob, difference, map[string]any{"s": token}, &diff)
+		return len(diff.SyncDifference.Events) > 0
+	})
+	if evs := diff.SyncDifference.Events; len(evs) != 1 || *evs[0].Seq != s2 {
+		t.Fatalf("bob's difference from the token the last one gave: %+v, want NEW_MESSAGE %d", evs, s2)
+	}
+}

@@ -86,25 +86,28 @@ func FuzzParseDocID(f *testing.F) {
 // FuzzParseSyncToken: a parsed token prints as a token that parses to itself.
 func FuzzParseSyncToken(f *testing.F) {
 	for _, s := range []string{"abc.0", "abc.12", ".1", "a.", "a.-1", "a.b.3", "a.+3", "a.9223372036854775807", strings.Repeat("e", 70) + ".1",
-		"abc.3,sg_g1=def.7", "abc.3,sg_g1=def.7,n_sg_g1=x.0", "abc.3,si_a_b=d.1", "abc.3,sg_g1=d.1,sg_g1=d.2", "abc.3,", "abc.3,sg_g1"} {
+		"abc.3,sg_g1=def.7", "abc.3,sg_g1=def.7,n_sg_g1=x.0", "abc.3,si_a_b=d.1", "abc.3,sg_g1=d.1,sg_g1=d.2", "abc.3,", "abc.3,sg_g1", "abc.3,sg_team_1=d.1,g_x=e.2", "abc.3,sg_a=b=c.1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		tok, err := ParseSyncToken(s)
-		if err != nil {
-			return
-		}
-		if tok.User.Position < 0 || tok.User.Epoch == "" {
-			t.Fatalf("%q parsed as %+v", s, tok)
-		}
-		for id, c := range tok.Groups {
-			if conv, err := ParseConversationID(id); err != nil || !conv.Kind.IsGroup() || c.Epoch == "" || c.Position < 0 {
-				t.Fatalf("%q parsed with group entry %q=%+v", s, id, c)
+		// By msggate's own ID rules and by OpenIM's.
+		for _, parse := range []func(string) (Conversation, error){ParseConversationID, ParseOpenIMConversationID} {
+			tok, err := ParseSyncToken(s, parse)
+			if err != nil {
+				continue
 			}
-		}
-		again, err := ParseSyncToken(tok.String())
-		if err != nil || again.String() != tok.String() || len(again.Groups) != len(tok.Groups) {
-			t.Fatalf("%q: %+v prints as %q, which parses as %+v, %v", s, tok, tok.String(), again, err)
+			if tok.User.Position < 0 || tok.User.Epoch == "" {
+				t.Fatalf("%q parsed as %+v", s, tok)
+			}
+			for id, c := range tok.Groups {
+				if conv, err := parse(id); err != nil || !conv.Kind.IsGroup() || c.Epoch == "" || c.Position < 0 {
+					t.Fatalf("%q parsed with group entry %q=%+v", s, id, c)
+				}
+			}
+			again, err := ParseSyncToken(tok.String(), parse)
+			if err != nil || again.String() != tok.String() || len(again.Groups) != len(tok.Groups) {
+				t.Fatalf("%q: %+v prints as %q, which parses as %+v, %v", s, tok, tok.String(), again, err)
+			}
 		}
 	})
 }

@@ -46,7 +46,8 @@ const MaxSyncTokenGroups = 10000
 
 // String writes the token as "<epoch>.<position>" for the user's log, followed by
 // ",<conversationID>=<epoch>.<position>" for each group stream, sorted by conversation ID.
-// Conversation IDs never hold ',' or '='.
+// msggate's conversation IDs never hold ',' or '='; an OpenIM group ID may hold '=' (the
+// parser takes the last one), not ',' (such a token does not parse back).
 func (t SyncToken) String() string {
 	var b strings.Builder
 	b.WriteString(t.User.String())
@@ -71,8 +72,11 @@ func GroupCursorString(conversationID string, c Cursor) string {
 }
 
 // ParseSyncToken parses a token made by SyncToken.String. A token of the user's log alone
-// (what earlier versions gave) is valid: it follows no group stream yet.
-func ParseSyncToken(s string) (SyncToken, error) {
+// (what earlier versions gave) is valid: it follows no group stream yet. parseConversationID
+// is the ID rules of the store whose event log wrote the token (ParseConversationID for
+// msggate's own, ParseOpenIMConversationID for an OpenIM deployment's): a group entry must
+// name a group conversation by those rules.
+func ParseSyncToken(s string, parseConversationID func(string) (Conversation, error)) (SyncToken, error) {
 	head, rest, more := strings.Cut(s, ",")
 	user, err := ParseCursor(head)
 	if err != nil {
@@ -87,11 +91,13 @@ func ParseSyncToken(s string) (SyncToken, error) {
 	}
 	t.Groups = map[string]Cursor{}
 	for entry := range strings.SplitSeq(rest, ",") {
-		id, cur, ok := strings.Cut(entry, "=")
-		if !ok {
+		// A cursor never holds '=', an OpenIM group ID may: the last one ends the ID.
+		eq := strings.LastIndexByte(entry, '=')
+		if eq < 0 {
 			return SyncToken{}, Errorf(EINVALID, "malformed sync token entry %q", truncate(entry, 70))
 		}
-		if c, err := ParseConversationID(id); err != nil || !c.Kind.IsGroup() {
+		id, cur := entry[:eq], entry[eq+1:]
+		if c, err := parseConversationID(id); err != nil || !c.Kind.IsGroup() {
 			return SyncToken{}, Errorf(EINVALID, "sync token entry %q names no group conversation", truncate(entry, 70))
 		}
 		if _, dup := t.Groups[id]; dup {

@@ -9,7 +9,9 @@
 // message content. Run hands Changes to its caller in batches and commits a batch's offsets only
 // once the caller has applied it, so a restart neither loses nor skips a record; a record may be
 // applied twice (after a failed commit or a crash between apply and commit), so apply must be
-// idempotent.
+// idempotent. An apply that fails is an outage, retried with nothing committed, unless it
+// says the change itself will never apply (ErrRefused): that record, like one that cannot be
+// decoded, is logged, handed to Options.OnSkip to be kept and counted, and passed over.
 //
 // This is the only package of msggate that imports a Kafka client (franz-go); the records it
 // reads, what each means and where in OpenIM's source that meaning comes from are in

@@ -28,6 +28,29 @@ const (
 // batch it did not commit, so a second Run on the same Feed could skip it. Open a new Feed.
 var ErrRunTwice = errors.New("openimfeed: Run called twice on one Feed")
 
+// ErrRefused is what apply wraps when the changes hold one it will never apply, whatever the
+// number of tries: the change itself is invalid (an ID the store's rules refuse), not the store
+// unreachable. Run then finds that change, skips its record (Options.OnSkip) and goes on. Any
+// other error is an outage: the same batch is tried again and nothing is committed.
+var ErrRefused = errors.New("openimfeed: change refused")
+
+// Why a record was skipped (Skipped.Reason).
+const (
+	ReasonUndecodable = "undecodable" // not a PushMsgDataToMQ, or a tip without what it names
+	ReasonRefused     = "refused"     // apply refused its change (ErrRefused)
+)
+
+// Skipped is a record Run moved past without applying it.
+type Skipped struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     []byte // the record as OpenIM wrote it
+	Reason    string // ReasonUndecodable or ReasonRefused
+	Err       error  // why
+}
+
 // Feed consumes toPush in msggate's consumer group.
 type Feed struct {
 	opts    Options
@@ -62,8 +85,11 @@ func (f *Feed) Close() { f.client.Close() }
 
 // Run consumes until ctx ends: it polls, decodes each record into Changes, calls apply with a
 // batch (in partition order), and commits the batch's offsets only after apply returned nil.
-// When apply fails it waits (backoff) and retries the same batch, committing nothing. A record
-// that cannot be decoded is logged and skipped (committed). Returns ctx's error or a fatal
+// When apply fails it waits (backoff) and retries the same batch, committing nothing, unless
+// the error wraps ErrRefused: then it applies the batch's changes one by one to find those
+// apply refuses, and skips their records. A record that cannot be decoded, or whose change
+// apply refuses, is logged and handed to Options.OnSkip, then committed with the rest; while
+// OnSkip fails, nothing is committed and it is tried again. Returns ctx's error or a fatal
 // client error: the broker refusing msggate's credentials when Run starts, an authorization
 // refusal reported by a poll, or the client closed. An unreachable broker is not fatal: the
 // client retries it for as long as ctx lasts. Run may be called once per Feed.
@@ -117,14 +143,15 @@ func (f *Feed) consume(ctx context.Context, fetches kgo.Fetches, apply func(cont
 		if err != nil {
 			// One bad record must not stop the feed for everyone behind it; OpenIM's own
 			// consumers skip such records the same way (push_handler.go handleMs2PsChat).
-			f.log.Error("skipping a toPush record that cannot be decoded",
-				"partition", r.Partition, "offset", r.Offset, "key", string(r.Key), "err", err)
+			if err := f.skip(ctx, r, ReasonUndecodable, err); err != nil {
+				return err
+			}
 			continue
 		}
 		changes = append(changes, c)
 	}
 	if len(changes) > 0 {
-		if err := f.applyUntilDone(ctx, apply, changes); err != nil {
+		if err := f.applyUntilDone(ctx, apply, changes, records); err != nil {
 			return err
 		}
 	}
@@ -139,8 +166,9 @@ func (f *Feed) consume(ctx context.Context, fetches kgo.Fetches, apply func(cont
 	return ctx.Err()
 }
 
-// applyUntilDone calls apply until it returns nil or ctx ends.
-func (f *Feed) applyUntilDone(ctx context.Context, apply func(context.Context, []Change) error, changes []Change) error {
+// applyUntilDone calls apply until it returns nil or ctx ends. A batch apply refuses is
+// applied one change at a time, and a single change it refuses has its record skipped.
+func (f *Feed) applyUntilDone(ctx context.Context, apply func(context.Context, []Change) error, changes []Change, records []*kgo.Record) error {
 	wait := retryFirst
 	for attempt := 1; ; attempt++ {
 		err := apply(ctx, changes)
@@ -150,18 +178,76 @@ func (f *Feed) applyUntilDone(ctx context.Context, apply func(context.Context, [
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}
+		if errors.Is(err, ErrRefused) {
+			if len(changes) == 1 {
+				return f.skip(ctx, recordOf(records, changes[0]), ReasonRefused, err)
+			}
+			for i := range changes {
+				if err := f.applyUntilDone(ctx, apply, changes[i:i+1], records); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		first := changes[0]
 		f.log.Warn("applying toPush changes failed; retrying the same batch",
 			"attempt", attempt, "changes", len(changes), "partition", first.Partition,
 			"offset", first.Offset, "retryIn", wait, "err", err)
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		case <-timer.C:
+		if err := sleep(ctx, wait); err != nil {
+			return err
 		}
 		wait = min(2*wait, retryMax)
+	}
+}
+
+// skip logs a record Run moves past and hands it to OnSkip, until OnSkip keeps it or ctx ends:
+// a record is committed only once it can be found again.
+func (f *Feed) skip(ctx context.Context, r *kgo.Record, reason string, cause error) error {
+	f.log.Error("skipping a toPush record", "reason", reason, "partition", r.Partition,
+		"offset", r.Offset, "key", string(r.Key), "err", cause)
+	if f.opts.OnSkip == nil {
+		return nil
+	}
+	s := Skipped{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value,
+		Reason: reason, Err: cause}
+	wait := retryFirst
+	for {
+		err := f.opts.OnSkip(ctx, s)
+		if err == nil {
+			return nil
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		f.log.Warn("keeping a skipped toPush record failed; nothing is committed until it is kept",
+			"partition", r.Partition, "offset", r.Offset, "retryIn", wait, "err", err)
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+		wait = min(2*wait, retryMax)
+	}
+}
+
+// recordOf returns the record a change was decoded from.
+func recordOf(records []*kgo.Record, c Change) *kgo.Record {
+	for _, r := range records {
+		if r.Partition == c.Partition && r.Offset == c.Offset {
+			return r
+		}
+	}
+	// Unreachable: every change comes from one of the poll's records.
+	return &kgo.Record{Partition: c.Partition, Offset: c.Offset}
+}
+
+// sleep waits d, or until ctx ends (returning its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
 	}
 }
 

@@ -1,6 +1,7 @@
 package openimfeed
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -47,6 +48,12 @@ type Options struct {
 	// mq/kafka NewMConsumerGroup, sarama.OffsetNewest): on first start msggate does not replay
 	// days of old pushes. Once the group has committed, it always resumes after its commit.
 	StartAtOldest bool
+	// OnSkip is called with each record Run moves past without applying it (undecodable, or
+	// refused by apply: ErrRefused), after logging it: keep it where an operator can find it,
+	// and count it. An error means it was not kept: Run commits nothing and calls OnSkip
+	// again after a backoff. A record may be handed over twice (a crash before its commit).
+	// nil: the log line is all that is left of it.
+	OnSkip func(ctx context.Context, s Skipped) error
 }
 
 // TLSFiles are kafka.yml's tls settings (caCrt, clientCrt, clientKey, clientKeyPwd,

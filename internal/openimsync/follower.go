@@ -4,14 +4,16 @@
 // OpenIM tells its changes on Kafka (internal/openimfeed), but the topic is a fast hint, not
 // the truth: a message can reach OpenIM's stores without a record, and a record can come
 // twice. So every event is keyed (a second one under the same key is left out), and each
-// conversation's followed seq (the highest seq logged) is kept in msggate's Redis: a record
-// whose seq jumps past it, or an OpenIM max seq that runs ahead of it (FillGaps), makes the
-// missing seqs be read from OpenIM's MongoDB and message cache and logged. The counters of
-// every event come from OpenIM's stores, as OpenIM-mode reads give them.
+// conversation's followed seq (the seq up to which every seq is logged, or passed over as a
+// hole) is kept in msggate's Redis: a record whose seq jumps past it, or an OpenIM max seq
+// that runs ahead of it (FillGaps), makes the missing seqs be read from OpenIM's MongoDB and
+// message cache and logged. The counters of every event come from OpenIM's stores, as
+// OpenIM-mode reads give them.
 package openimsync
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -100,11 +102,31 @@ func New(events *imsync.EventLog, store *openim.Store, c *cache.Cache, opts Opti
 
 // Apply logs the events of a batch of the feed's changes, after any seqs the feed skipped
 // before them. An error means some were not logged: the caller retries the batch (the feed
-// does not commit it), which logs nothing twice.
+// does not commit it), which logs nothing twice. An error wrapping openimfeed.ErrRefused says
+// a change can never be logged (OpenIM's ID rules refuse what it names: refused); retrying
+// it is pointless, and the feed sets its record aside.
 func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error {
-	// The seqs of the batch, per conversation: what the followed seq must reach, and where
-	// the batch starts (anything between the followed seq and it was skipped).
-	first, last := map[string]int64{}, map[string]int64{}
+	err := f.apply(ctx, changes)
+	if refused(err) {
+		return fmt.Errorf("%w: %w", openimfeed.ErrRefused, err)
+	}
+	return err
+}
+
+// refused reports whether err refuses the input itself, as opposed to a store that failed:
+// an ID, a seq or a size the rules do not allow is as wrong on the next try.
+func refused(err error) bool {
+	switch im.ErrorCode(err) {
+	case im.EINVALID, im.ELIMIT:
+		return true
+	}
+	return false
+}
+
+func (f *Follower) apply(ctx context.Context, changes []openimfeed.Change) error {
+	// The seqs of the batch, per conversation: where the batch starts (anything between the
+	// followed seq and it was skipped) and which seqs it logs.
+	first, batchSeqs := map[string]int64{}, map[string][]int64{}
 	var convs []string
 	followed := make([]bool, len(changes)) // which changes are messages devices follow
 	for i, ch := range changes {
@@ -116,7 +138,7 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 			first[ch.ConversationID] = ch.Seq
 		}
 		first[ch.ConversationID] = min(first[ch.ConversationID], ch.Seq)
-		last[ch.ConversationID] = max(last[ch.ConversationID], ch.Seq)
+		batchSeqs[ch.ConversationID] = append(batchSeqs[ch.ConversationID], ch.Seq)
 	}
 	logged, err := f.cache.FollowedSeqs(ctx, convs)
 	if err != nil {
@@ -128,11 +150,16 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 	if err := f.cache.InvalidateChunks(ctx, touchedChunks(changes)); err != nil {
 		return err
 	}
+	// upTo is, per conversation, the seq up to which everything will be logged once the
+	// batch is: the followed seq may go no further, or a seq below it whose record is lost
+	// would never be looked for again (FillGaps reads only above the followed seq).
+	upTo := make(map[string]int64, len(convs))
 	since := int64(-1) // when following began, read once if needed
 	for i, c := range convs {
+		upTo[c] = logged[i]
 		switch {
 		case logged[i] > 0 && first[c] > logged[i]+1:
-			if _, err := f.fill(ctx, c, logged[i]+1, first[c]-1, false, 0); err != nil {
+			if upTo[c], err = f.fill(ctx, c, logged[i]+1, first[c]-1, false, 0); err != nil {
 				return err
 			}
 		case logged[i] == 0 && first[c] > 1:
@@ -143,10 +170,11 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 					return err
 				}
 			}
-			if _, err := f.fill(ctx, c, max(1, first[c]-fillPage), first[c]-1, true, since); err != nil {
+			if upTo[c], err = f.fill(ctx, c, max(1, first[c]-fillPage), first[c]-1, true, since); err != nil {
 				return err
 			}
 		}
+		upTo[c] = contiguousEnd(upTo[c], batchSeqs[c])
 	}
 	var msgs []imsync.StoredMessage
 	flush := func() error {
@@ -176,7 +204,19 @@ func (f *Follower) Apply(ctx context.Context, changes []openimfeed.Change) error
 	if err := f.membersChanged(ctx, changes); err != nil {
 		return err
 	}
-	return f.cache.RaiseFollowedSeqs(ctx, last)
+	return f.cache.RaiseFollowedSeqs(ctx, upTo)
+}
+
+// contiguousEnd returns how far a run of logged seqs reaches: from done (everything up to it
+// is logged), over the seqs that continue it without a gap.
+func contiguousEnd(done int64, seqs []int64) int64 {
+	for _, s := range slices.Sorted(slices.Values(seqs)) {
+		if s > done+1 {
+			break
+		}
+		done = max(done, s)
+	}
+	return done
 }
 
 // membersChanged has the devices following a group whose members changed re-read what they
@@ -434,7 +474,7 @@ func (f *Follower) fill(ctx context.Context, conversationID string, from, to int
 		if err := f.cache.InvalidateChunks(ctx, dedupe(docIDs)); err != nil {
 			return from - 1, err
 		}
-		if err := f.events.AnnounceMessages(ctx, msgs); err != nil {
+		if err := f.announceStored(ctx, msgs); err != nil {
 			return from - 1, err
 		}
 		if done < end {
@@ -445,6 +485,27 @@ func (f *Follower) fill(ctx context.Context, conversationID string, from, to int
 		f.opts.Logger.Info("OpenIM feed: logged seqs that reached OpenIM's stores without a record", "conversation", conversationID, "from", from, "to", done)
 	}
 	return done, nil
+}
+
+// announceStored logs messages read from OpenIM's stores. One the rules refuse (a user ID
+// OpenIM allows and msggate cannot log for) is passed over, logged, as a hole is: it must not
+// hold back the messages after it, nor fail every gap fill.
+func (f *Follower) announceStored(ctx context.Context, msgs []imsync.StoredMessage) error {
+	err := f.events.AnnounceMessages(ctx, msgs)
+	if !refused(err) || len(msgs) == 0 {
+		return err
+	}
+	for _, m := range msgs {
+		err := f.events.AnnounceMessages(ctx, []imsync.StoredMessage{m})
+		switch {
+		case refused(err):
+			f.opts.Logger.Warn("OpenIM feed: a message of OpenIM's stores msggate cannot log is passed over",
+				"conversation", m.ConversationID, "seq", m.Seq, "err", err)
+		case err != nil:
+			return err
+		}
+	}
+	return nil
 }
 
 // FillGaps compares each conversation active within ActiveWindow with OpenIM's max seq, and

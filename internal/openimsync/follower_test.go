@@ -2,6 +2,7 @@ package openimsync_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 // msggate's own Redis (another redis-server), and the follower and its event log over them.
 type world struct {
 	IM       *openimtest.Deployment
+	own      *testenv.RedisServer // msggate's own Redis
 	cache    *cache.Cache
 	events   *imsync.EventLog
 	follower *openimsync.Follower
@@ -50,7 +52,7 @@ func newWorld(t *testing.T, opts openimsync.Options) *world {
 		t.Fatal(err)
 	}
 	l := imsync.NewFollowerLog(c, openimsync.StateSource(store))
-	return &world{IM: d, cache: c, events: l, follower: openimsync.New(l, store, c, opts)}
+	return &world{IM: d, own: own, cache: c, events: l, follower: openimsync.New(l, store, c, opts)}
 }
 
 // record is the change OpenIM's toPush carries for a message stored at seq.
@@ -244,4 +246,144 @@ func equalSeqs(a, b []int64) bool {
 		}
 	}
 	return true
+}
+
+// followedSeq is the seq up to which the follower says conv is logged.
+func (w *world) followedSeq(t *testing.T, conv string) int64 {
+	t.Helper()
+	seqs, err := w.cache.FollowedSeqs(context.Background(), []string{conv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seqs[0]
+}
+
+// Ensure a seq the gap fill cannot find yet (allocated by OpenIM, in neither of its stores)
+// holds the followed seq below it, though records beyond it were logged: when that message
+// reaches OpenIM's MongoDB later and its record is lost, the gap fill still announces it.
+func TestFollowStopsAtAHole(t *testing.T) {
+	w := newWorld(t, openimsync.Options{HoleGrace: time.Hour})
+	conv := openimtest.SingleConversationID("ann", "bob")
+	send := func(text string) (int64, openimfeed.Change) {
+		m := openimtest.Single("ann", "bob", openimtest.ContentText, openimtest.TextContent(text))
+		seq := w.IM.Send(conv, m)[0]
+		return seq, record(conv, seq, m)
+	}
+	s1, r1 := send("1")
+	tok := summary(t, w, "bob").Token
+	w.apply(t, r1)
+	hole := w.IM.Malloc(conv, 1) + 1 // its message is on its way to OpenIM's stores
+	s3, r3 := send("3")
+	s4, r4 := send("4")
+	w.apply(t, r3, r4)
+	if got := w.followedSeq(t, conv); got != s1 {
+		t.Fatalf("followed seq %d after a batch behind a hole at %d, want %d (what was filled)", got, hole, s1)
+	}
+
+	late := openimtest.Single("ann", "bob", openimtest.ContentText, openimtest.TextContent("2"))
+	late.Seq, late.SendTime, late.CreateTime = hole, w.IM.Now(), w.IM.Now()
+	w.IM.WriteMessages(conv, []*openimtest.MsgData{late}) // its record never comes
+	if err := w.follower.FillGaps(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := w.difference(t, "bob", tok)
+	var got []int64
+	for _, ev := range evs {
+		got = append(got, ev.Seq)
+	}
+	if want := []int64{s1, s3, s4, hole}; !equalSeqs(got, want) {
+		t.Fatalf("bob got seqs %v, want %v: the late message announced, nothing twice", got, want)
+	}
+	if got := w.followedSeq(t, conv); got != s4 {
+		t.Errorf("followed seq %d once the hole was filled, want %d", got, s4)
+	}
+}
+
+// Ensure a batch whose own seqs skip one (its record lost) raises the followed seq only up to
+// the skip, so that the gap fill announces the skipped message.
+func TestFollowStopsAtASkipInTheBatch(t *testing.T) {
+	w := newWorld(t, openimsync.Options{HoleGrace: time.Hour})
+	conv := openimtest.SingleConversationID("ann", "bob")
+	send := func(text string) (int64, openimfeed.Change) {
+		m := openimtest.Single("ann", "bob", openimtest.ContentText, openimtest.TextContent(text))
+		seq := w.IM.Send(conv, m)[0]
+		return seq, record(conv, seq, m)
+	}
+	s1, r1 := send("1")
+	tok := summary(t, w, "bob").Token
+	s2, _ := send("2") // its record is lost
+	s3, r3 := send("3")
+	w.apply(t, r1, r3)
+	if got := w.followedSeq(t, conv); got != s1 {
+		t.Fatalf("followed seq %d after a batch of seqs %d and %d, want %d", got, s1, s3, s1)
+	}
+	if err := w.follower.FillGaps(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := w.difference(t, "bob", tok)
+	var got []int64
+	for _, ev := range evs {
+		got = append(got, ev.Seq)
+	}
+	if want := []int64{s1, s3, s2}; !equalSeqs(got, want) {
+		t.Fatalf("bob got seqs %v, want %v", got, want)
+	}
+	if got := w.followedSeq(t, conv); got != s3 {
+		t.Errorf("followed seq %d after the gap fill, want %d", got, s3)
+	}
+}
+
+// Ensure a record naming a user OpenIM allows and msggate cannot log for (a ':' in the ID) is
+// refused for good (openimfeed.ErrRefused: the feed sets it aside and goes on), while the same
+// Apply failing because msggate's Redis is down is an outage, to be retried.
+func TestFollowRefusesWhatItCannotLog(t *testing.T) {
+	w := newWorld(t, openimsync.Options{})
+	conv := openimtest.SingleConversationID("bob", "eve:x")
+	m := openimtest.Single("eve:x", "bob", openimtest.ContentText, openimtest.TextContent("hi"))
+	seq := w.IM.Send(conv, m)[0]
+	tok := summary(t, w, "bob").Token
+	err := w.follower.Apply(context.Background(), []openimfeed.Change{record(conv, seq, m)})
+	if !errors.Is(err, openimfeed.ErrRefused) {
+		t.Fatalf("Apply of a record from user %q: %v, want ErrRefused", m.SendID, err)
+	}
+	if evs, _ := w.difference(t, "bob", tok); len(evs) != 0 {
+		t.Errorf("bob got %+v from a refused record", evs)
+	}
+
+	good := openimtest.Single("ann", "bob", openimtest.ContentText, openimtest.TextContent("ok"))
+	chat := openimtest.SingleConversationID("ann", "bob")
+	s1 := w.IM.Send(chat, good)[0]
+	w.own.Stop()
+	err = w.follower.Apply(context.Background(), []openimfeed.Change{record(chat, s1, good)})
+	if err == nil || errors.Is(err, openimfeed.ErrRefused) {
+		t.Fatalf("Apply with msggate's Redis down: %v, want an outage (not ErrRefused)", err)
+	}
+}
+
+// Ensure a message read from OpenIM's stores that msggate cannot log (its sender's ID holds a
+// ':') is passed over by the gap fill, so that the messages after it are still logged and the
+// record that follows it is not refused in its place.
+func TestFollowPassesOverAStoredMessageItCannotLog(t *testing.T) {
+	w := newWorld(t, openimsync.Options{HoleGrace: time.Hour})
+	conv := openimtest.SingleConversationID("ann", "bob")
+	m1 := openimtest.Single("ann", "bob", openimtest.ContentText, openimtest.TextContent("1"))
+	s1 := w.IM.Send(conv, m1)[0]
+	tok := summary(t, w, "bob").Token
+	w.apply(t, record(conv, s1, m1))
+	odd := openimtest.Single("eve:x", "bob", openimtest.ContentText, openimtest.TextContent("2"))
+	w.IM.Send(conv, odd) // its record is lost
+	m3 := openimtest.Single("ann", "bob", openimtest.ContentText, openimtest.TextContent("3"))
+	s3 := w.IM.Send(conv, m3)[0]
+	w.apply(t, record(conv, s3, m3))
+	evs, _ := w.difference(t, "bob", tok)
+	var got []int64
+	for _, ev := range evs {
+		got = append(got, ev.Seq)
+	}
+	if want := []int64{s1, s3}; !equalSeqs(got, want) {
+		t.Fatalf("bob got seqs %v, want %v", got, want)
+	}
+	if got := w.followedSeq(t, conv); got != s3 {
+		t.Errorf("followed seq %d, want %d: the message that cannot be logged is passed over", got, s3)
+	}
 }

@@ -38,6 +38,7 @@ type Metrics struct {
 
 	droppedSubscribers *prometheus.CounterVec
 	limitRefusals      *prometheus.CounterVec
+	skippedFeedRecords *prometheus.CounterVec
 
 	operations operationNames
 }
@@ -99,6 +100,10 @@ func NewMetrics() *Metrics {
 			Name: "msggate_limit_refusals_total",
 			Help: "Requests and connections refused by a limit that guards the gateway, by limit: bodySize, rate, anonymousRate (HTTP 413 or 429), pendingConnections (HTTP 429), userConnections (WebSocket close 4429).",
 		}, []string{"limit"}),
+		skippedFeedRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "msggate_openim_feed_records_skipped_total",
+			Help: "Records of OpenIM's Kafka topic the feed moved past without applying them, by reason (undecodable, refused); each is kept in Redis (msggate:feed:skipped).",
+		}, []string{"reason"}),
 	}
 	m.registry.MustRegister(
 		// The default Go metrics, and the heap the last GC found live (go_gc_heap_live_bytes):
@@ -110,7 +115,7 @@ func NewMetrics() *Metrics {
 		m.batchSize, m.cacheHits, m.cacheMisses,
 		m.mongoDuration, m.mongoFailures,
 		m.redisDuration, m.redisFailures,
-		m.droppedSubscribers, m.limitRefusals,
+		m.droppedSubscribers, m.limitRefusals, m.skippedFeedRecords,
 	)
 	return m
 }
@@ -206,6 +211,12 @@ func (m *Metrics) LimitRefused(limit string) {
 // CountDroppedSubscriber counts a subscription the gateway ended (slow consumer, shutdown).
 func (m *Metrics) CountDroppedSubscriber(reason string) {
 	m.droppedSubscribers.WithLabelValues(reason).Inc()
+}
+
+// CountSkippedFeedRecord counts a record of OpenIM's Kafka topic the feed moved past without
+// applying it (undecodable, refused).
+func (m *Metrics) CountSkippedFeedRecord(reason string) {
+	m.skippedFeedRecords.WithLabelValues(reason).Inc()
 }
 
 // ChunkMemoryFigures are what an instance's in-process chunk memory reports at a scrape.

@@ -207,3 +207,9 @@ func (e *EventLog) groupHeads(ctx context.Context, ids []string) (map[string]im.
 	}
 	return out, nil
 }
+
+// ParseToken parses a sync token this log gave (im.ParseSyncToken), its group entries by the
+// ID rules of the store the log serves: msggate's own, or an OpenIM deployment's.
+func (e *EventLog) ParseToken(s string) (im.SyncToken, error) {
+	return im.ParseSyncToken(s, e.state.ParseConversationID)
+}
