@@ -349,15 +349,8 @@ type OpenIMFeedConfig struct {
 // registerFlags registers -openim, -openim-redis-url and -openim-secret, with defaults from
 // the environment.
 func (c *OpenIMConfig) registerFlags(fs *flag.FlagSet) {
-	enabled := false
 	c.envErr = nil
-	if v, ok := os.LookupEnv(EnvOpenIM); ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			c.envErr = fmt.Errorf("%s=%q is not true or false", EnvOpenIM, v)
-		}
-		enabled = b
-	}
+	enabled := boolEnv(EnvOpenIM, &c.envErr)
 	fs.BoolVar(&c.Enabled, "openim", enabled, "serve an OpenIM v3.8 deployment read-only: -mongo-uri and -mongo-db name its database ("+EnvOpenIM+")")
 	fs.StringVar(&c.RedisURL, "openim-redis-url", env(EnvOpenIMRedisURL, ""), "OpenIM's Redis, only read ("+EnvOpenIMRedisURL+")")
 	fs.StringVar(&c.Secret, "openim-secret", env(EnvOpenIMSecret, ""), "OpenIM's share.secret, to verify its tokens; prefer "+EnvOpenIMSecret+": a command line is visible to every user of the machine")
@@ -367,12 +360,12 @@ func (c *OpenIMConfig) registerFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.Group, "openim-kafka-group", env(EnvOpenIMKafkaGroup, ""), "msggate's consumer group (default msggate; never one of OpenIM's) ("+EnvOpenIMKafkaGroup+")")
 	fs.StringVar(&f.User, "openim-kafka-user", env(EnvOpenIMKafkaUser, ""), "SASL/PLAIN user ("+EnvOpenIMKafkaUser+"; the password only from "+EnvOpenIMKafkaPassword+")")
 	f.Password = env(EnvOpenIMKafkaPassword, "")
-	fs.BoolVar(&f.TLS, "openim-kafka-tls", c.boolEnv(EnvOpenIMKafkaTLS), "connect to Kafka over TLS ("+EnvOpenIMKafkaTLS+")")
+	fs.BoolVar(&f.TLS, "openim-kafka-tls", boolEnv(EnvOpenIMKafkaTLS, &c.envErr), "connect to Kafka over TLS ("+EnvOpenIMKafkaTLS+")")
 	fs.StringVar(&f.CACert, "openim-kafka-ca", env(EnvOpenIMKafkaCA, ""), "PEM CA file for Kafka's TLS ("+EnvOpenIMKafkaCA+")")
 	fs.StringVar(&f.ClientCert, "openim-kafka-cert", env(EnvOpenIMKafkaCert, ""), "PEM client certificate for Kafka's TLS ("+EnvOpenIMKafkaCert+")")
 	fs.StringVar(&f.ClientKey, "openim-kafka-key", env(EnvOpenIMKafkaKey, ""), "PEM client key for Kafka's TLS ("+EnvOpenIMKafkaKey+"; its password only from "+EnvOpenIMKafkaKeyPassword+")")
 	f.ClientKeyPassword = env(EnvOpenIMKafkaKeyPassword, "")
-	fs.BoolVar(&f.InsecureSkipVerify, "openim-kafka-insecure-skip-verify", c.boolEnv(EnvOpenIMKafkaInsecure), "do not verify Kafka's certificate ("+EnvOpenIMKafkaInsecure+")")
+	fs.BoolVar(&f.InsecureSkipVerify, "openim-kafka-insecure-skip-verify", boolEnv(EnvOpenIMKafkaInsecure, &c.envErr), "do not verify Kafka's certificate ("+EnvOpenIMKafkaInsecure+")")
 	gap := time.Duration(0)
 	if v, ok := os.LookupEnv(EnvOpenIMGapFillInterval); ok {
 		d, err := time.ParseDuration(v)
@@ -384,16 +377,16 @@ func (c *OpenIMConfig) registerFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&f.GapFillInterval, "openim-gap-fill-interval", gap, "how often OpenIM's max seqs are compared with what its Kafka delivered (default 2s) ("+EnvOpenIMGapFillInterval+")")
 }
 
-// boolEnv reads a true/false environment variable (false when unset); a malformed one is
-// reported when the gateway opens.
-func (c *OpenIMConfig) boolEnv(name string) bool {
+// boolEnv reads a true/false environment variable, false when unset; a malformed one is added
+// to *malformed, for the caller to report when its part of the gateway opens.
+func boolEnv(name string, malformed *error) bool {
 	v, ok := os.LookupEnv(name)
 	if !ok {
 		return false
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		c.envErr = errors.Join(c.envErr, fmt.Errorf("%s=%q is not true or false", name, v))
+		*malformed = errors.Join(*malformed, fmt.Errorf("%s=%q is not true or false", name, v))
 	}
 	return b
 }
@@ -449,24 +442,13 @@ type IdentityProviderConfig struct {
 // -jwt-algorithms, -jwt-any-audience and -jwt-any-issuer, with defaults from the environment.
 func (c *IdentityProviderConfig) registerFlags(fs *flag.FlagSet) {
 	c.envErr = nil
-	boolEnv := func(name string) bool {
-		v, ok := os.LookupEnv(name)
-		if !ok {
-			return false
-		}
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			c.envErr = errors.Join(c.envErr, fmt.Errorf("%s=%q is not true or false", name, v))
-		}
-		return b
-	}
 	fs.StringVar(&c.JWKS, "jwks", env(EnvJWKS, ""), "an identity provider's key set (JWKS), an https:// URL or a file: its tokens are accepted besides msggate's own ("+EnvJWKS+")")
 	fs.StringVar(&c.Issuer, "jwt-issuer", env(EnvJWTIssuer, ""), "the issuer (iss) the identity provider's tokens must name; required with a JWKS URL unless -jwt-any-issuer ("+EnvJWTIssuer+")")
 	fs.StringVar(&c.Audience, "jwt-audience", env(EnvJWTAudience, ""), "an audience (aud) the identity provider's tokens must name; required with -jwks unless -jwt-any-audience ("+EnvJWTAudience+")")
 	fs.StringVar(&c.UserClaim, "jwt-user-claim", env(EnvJWTUserClaim, auth.DefaultUserClaim), "the claim of the identity provider's tokens that names the user ("+EnvJWTUserClaim+")")
 	fs.StringVar(&c.Algorithms, "jwt-algorithms", env(EnvJWTAlgorithms, strings.Join(auth.DefaultAlgorithms, ",")), "the identity provider's signature algorithms accepted, comma-separated ("+EnvJWTAlgorithms+")")
-	fs.BoolVar(&c.AnyAudience, "jwt-any-audience", boolEnv(EnvJWTAnyAudience), "accept the identity provider's tokens whatever their audience (aud), those it mints for other applications too, when -jwt-audience is empty ("+EnvJWTAnyAudience+")")
-	fs.BoolVar(&c.AnyIssuer, "jwt-any-issuer", boolEnv(EnvJWTAnyIssuer), "accept the identity provider's tokens whatever their issuer (iss) when -jwt-issuer is empty ("+EnvJWTAnyIssuer+")")
+	fs.BoolVar(&c.AnyAudience, "jwt-any-audience", boolEnv(EnvJWTAnyAudience, &c.envErr), "accept the identity provider's tokens whatever their audience (aud), those it mints for other applications too, when -jwt-audience is empty ("+EnvJWTAnyAudience+")")
+	fs.BoolVar(&c.AnyIssuer, "jwt-any-issuer", boolEnv(EnvJWTAnyIssuer, &c.envErr), "accept the identity provider's tokens whatever their issuer (iss) when -jwt-issuer is empty ("+EnvJWTAnyIssuer+")")
 }
 
 // check reports, naming the flags, what keeps the identity provider from being used; it reads
