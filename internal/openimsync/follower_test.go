@@ -184,16 +184,20 @@ func TestFollowGroupAndTips(t *testing.T) {
 	}
 }
 
+// sendText stores a text message from ann to bob in OpenIM's stores, as OpenIM would, and
+// returns its seq and the record OpenIM's Kafka would carry for it.
+func sendText(w *world, conv, text string) (int64, openimfeed.Change) {
+	m := openimtest.Single("ann", "bob", openimtest.ContentText, openimtest.TextContent(text))
+	seq := w.IM.Send(conv, m)[0]
+	return seq, record(conv, seq, m)
+}
+
 // Ensure a message whose record never came is logged from OpenIM's stores: before the next
 // record of its conversation, and by the gap fill when no record follows.
 func TestFollowFillsLostRecords(t *testing.T) {
 	w := newWorld(t, openimsync.Options{HoleGrace: time.Hour})
 	conv := openimtest.SingleConversationID("ann", "bob")
-	send := func(text string) (int64, openimfeed.Change) {
-		m := openimtest.Single("ann", "bob", openimtest.ContentText, openimtest.TextContent(text))
-		seq := w.IM.Send(conv, m)[0]
-		return seq, record(conv, seq, m)
-	}
+	send := func(text string) (int64, openimfeed.Change) { return sendText(w, conv, text) }
 	s1, r1 := send("1")
 	tok := summary(t, w, "bob").Token
 	w.apply(t, r1)
@@ -264,11 +268,7 @@ func (w *world) followedSeq(t *testing.T, conv string) int64 {
 func TestFollowStopsAtAHole(t *testing.T) {
 	w := newWorld(t, openimsync.Options{HoleGrace: time.Hour})
 	conv := openimtest.SingleConversationID("ann", "bob")
-	send := func(text string) (int64, openimfeed.Change) {
-		m := openimtest.Single("ann", "bob", openimtest.ContentText, openimtest.TextContent(text))
-		seq := w.IM.Send(conv, m)[0]
-		return seq, record(conv, seq, m)
-	}
+	send := func(text string) (int64, openimfeed.Change) { return sendText(w, conv, text) }
 	s1, r1 := send("1")
 	tok := summary(t, w, "bob").Token
 	w.apply(t, r1)
@@ -304,11 +304,7 @@ func TestFollowStopsAtAHole(t *testing.T) {
 func TestFollowStopsAtASkipInTheBatch(t *testing.T) {
 	w := newWorld(t, openimsync.Options{HoleGrace: time.Hour})
 	conv := openimtest.SingleConversationID("ann", "bob")
-	send := func(text string) (int64, openimfeed.Change) {
-		m := openimtest.Single("ann", "bob", openimtest.ContentText, openimtest.TextContent(text))
-		seq := w.IM.Send(conv, m)[0]
-		return seq, record(conv, seq, m)
-	}
+	send := func(text string) (int64, openimfeed.Change) { return sendText(w, conv, text) }
 	s1, r1 := send("1")
 	tok := summary(t, w, "bob").Token
 	s2, _ := send("2") // its record is lost
