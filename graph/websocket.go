@@ -50,7 +50,10 @@ func (t *wsTransport) authenticate(ctx context.Context, payload map[string]any, 
 	token := initToken(payload)
 	if token == "" {
 		if v, err = auth.ViewerFrom(ctx); err != nil {
-			return ctx, "", refuseInit(nil)
+			if im.ErrorCode(err) != im.EUNAVAILABLE {
+				err = nil // no token, or a bad one: either way connection_init needs one
+			}
+			return ctx, "", refuseInit(err)
 		}
 		// authenticated by the upgrade request's header
 		token, _ = headerToken(headers, *o)

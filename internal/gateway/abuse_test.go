@@ -386,6 +386,16 @@ func TestAbuseLegacyWSInitErrorRevealsNoCause(t *testing.T) {
 	if !logged {
 		t.Errorf("no log line gives the cause with OpenIM's Redis address %s", imRedis.Addr())
 	}
+
+	// The same token in the upgrade request's header could not be checked either: the client
+	// is told to come back, not that its token is bad (which would make it drop the token).
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+token)
+	byHeader := gatewaytest.DialWS(t, url, gatewaytest.WSOptions{Header: h})
+	byHeader.Write(map[string]any{"type": "connection_init"})
+	if _, err := byHeader.Read(ctx); websocket.CloseStatus(err) != 1013 {
+		t.Errorf("a connection whose header token could not be checked was closed with %v, want 1013 (try again later)", err)
+	}
 }
 
 // remotePeers is a listener whose connections report peer as their remote address: real HTTP
