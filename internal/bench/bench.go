@@ -302,22 +302,32 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.Profile != nil {
 		o.Profile(true)
 	}
+	var measured []scenario
 	for _, s := range scenarios {
-		if !strings.Contains(s.name, o.Only) {
-			continue
+		if strings.Contains(s.name, o.Only) {
+			measured = append(measured, s)
 		}
+	}
+	// Each round drives every page's gateway and baseline in turn, so that the machine's
+	// drift during a run moves every page alike and pages can be compared with each other
+	// (GroupOverSingle), not only each with its baseline.
+	for _, s := range measured {
 		fmt.Fprintf(o.Out, "measuring %s: %d rounds of %s per handler, %d clients...\n", s.name, o.Rounds, o.Duration, o.Concurrency)
 		// A short warm-up of each, so that neither pays for connections or first reads.
 		drive(ctx, client, s.gateway, o.Concurrency, o.Duration/5)
 		drive(ctx, client, s.baseline, o.Concurrency, o.Duration/5)
-		var gw, base result
-		for range o.Rounds {
-			gw = gw.merge(drive(ctx, client, s.gateway, o.Concurrency, o.Duration))
-			base = base.merge(drive(ctx, client, s.baseline, o.Concurrency, o.Duration))
+	}
+	gws, bases := make([]result, len(measured)), make([]result, len(measured))
+	for range o.Rounds {
+		for i, s := range measured {
+			gws[i] = gws[i].merge(drive(ctx, client, s.gateway, o.Concurrency, o.Duration))
+			bases[i] = bases[i].merge(drive(ctx, client, s.baseline, o.Concurrency, o.Duration))
 		}
-		if ctx.Err() != nil {
-			return Report{}, ctx.Err()
-		}
+	}
+	if ctx.Err() != nil {
+		return Report{}, ctx.Err()
+	}
+	for i, s := range measured {
 		gwAllocs, err := allocsPerRequest(s.handler, s.gateway, 200)
 		if err != nil {
 			return Report{}, err
@@ -326,6 +336,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		if err != nil {
 			return Report{}, err
 		}
+		gw, base := gws[i], bases[i]
 		report.Rows = append(report.Rows, rowOf(s.name, "gateway", gw, gwAllocs), rowOf(s.name, "baseline", base, baseAllocs))
 		if base.perSecond() > 0 {
 			report.Ratios[s.name] = gw.perSecond() / base.perSecond()
