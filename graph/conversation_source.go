@@ -25,6 +25,15 @@ type ConversationSource interface {
 	UserConversations(ctx context.Context, userID string) ([]im.SeqState, error)
 }
 
+// AccessWithStates is a ConversationSource whose access decision may cost a round trip (a
+// group's membership) that can carry the viewer's states as well (*imsync.Ledger): a page of
+// the conversation, which reads its state next, then needs no round trip of its own for it.
+type AccessWithStates interface {
+	// CanReadWithStates is CanRead that also returns userID's state in the conversations it
+	// read along (aligned with conversationIDs; a state without ConversationID was not read).
+	CanReadWithStates(ctx context.Context, userID string, conversationIDs []string) ([]bool, []im.SeqState, error)
+}
+
 // SyncLog is the per-user event log multi-device sync reads (*imsync.EventLog).
 type SyncLog interface {
 	// Summary returns userID's state summary and the log token it is valid from.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/graph-gophers/dataloader/v7"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
@@ -159,10 +160,31 @@ func (l *Loaders) stateLoader() *requestLoader[string, im.SeqState] {
 func (l *Loaders) accessLoader() *requestLoader[string, bool] {
 	l.accOnce.Do(func() {
 		l.access = newRequestLoader(l.opts, "access", func(ctx context.Context, ids []string) ([]bool, error) {
-			return l.convs.CanRead(ctx, l.viewer, ids)
+			src, ok := l.convs.(AccessWithStates)
+			if !ok || !inQuery(ctx) {
+				return l.convs.CanRead(ctx, l.viewer, ids)
+			}
+			readable, states, err := src.CanReadWithStates(ctx, l.viewer, ids)
+			if err != nil {
+				return nil, err
+			}
+			for i, st := range states {
+				if readable[i] && st.ConversationID == ids[i] {
+					l.stateLoader().Prime(ctx, ids[i], st)
+				}
+			}
+			return readable, nil
 		})
 	})
 	return l.access
+}
+
+// inQuery reports whether ctx is of a query operation. Only a query's loaders take states
+// read along with access: a mutation reads states after its own write, and a state read
+// before the write would be taken for one read after it.
+func inQuery(ctx context.Context) bool {
+	return graphql.HasOperationContext(ctx) && graphql.GetOperationContext(ctx).Operation != nil &&
+		graphql.GetOperationContext(ctx).Operation.Operation == ast.Query
 }
 
 type loadersKey struct{}

@@ -44,6 +44,8 @@ const (
 	baselineHistoryKey = "bench:baseline:history"
 	baselineConvPrefix = "bench:baseline:conversation:"
 	baselineMsgPrefix  = "bench:baseline:message:"
+	// The group page's record, for the same handler as the single chat's.
+	baselineGroupHistoryKey = "bench:baseline:group:history"
 	// The OpenIM pages' records: the same handlers over what the OpenIM gateway answered.
 	baselineOpenIMHistoryKey = "bench:baseline:openim:history"
 	baselineOpenIMConvPrefix = "bench:baseline:openim:conversation:"

@@ -95,7 +95,16 @@ type Row struct {
 type Report struct {
 	Rows   []Row
 	Ratios map[string]float64
+	// GroupOverSingle is the gateway's requests per second on the warm group page over those on
+	// the single chat's page, when the run measured both (else 0): what a membership costs.
+	GroupOverSingle float64
 }
+
+// The scenarios GroupOverSingle compares.
+const (
+	singleHistoryName = "history page (100 messages, warm)"
+	groupHistoryName  = "group history page (100 messages, warm)"
+)
 
 // scenario is one page measured against its baseline (nil baseline: the cold reference).
 type scenario struct {
@@ -143,7 +152,8 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		return Report{}, err
 	}
 	defer g.Close()
-	fmt.Fprintf(o.Out, "storing a conversation of %d messages and %d of 3...\n", longLength, peers-1)
+	fmt.Fprintf(o.Out, "storing a conversation of %d messages, %d of 3, and a group of %d members with %d messages...\n",
+		longLength, peers-1, groupSize, longLength)
 	if err := fill(ctx, g); err != nil {
 		return Report{}, fmt.Errorf("filling the store: %w", err)
 	}
@@ -184,10 +194,30 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	baselines := []http.Handler{historyBaseline(rdb, baselineHistoryKey), messagesBaseline(rdb, msgKeys), conversationsBaseline(rdb, convKeys)}
 	paths := []string{"/history", "/messages", "/conversations"}
 	scenarios := []scenario{
-		{name: "history page (100 messages, warm)", gateway: gwHistory, handler: handler},
+		{name: singleHistoryName, gateway: gwHistory, handler: handler},
 		{name: "messages by seq (100 over 10 chunks)", gateway: gwMessages, handler: handler},
 		{name: "conversation list (20, lastMessage, unread)", gateway: gwList, handler: handler},
 	}
+
+	groupToken, err := auth.Issue(g.Secret, groupViewer, false, 24*time.Hour, time.Now())
+	if err != nil {
+		return Report{}, err
+	}
+	gwGroup := target{url: gwURL, token: groupToken, body: graphQLBody(historyQuery, map[string]any{"c": groupConversation()})}
+	groupAnswer, err := fetch(ctx, client, gwGroup)
+	if err != nil {
+		return Report{}, err
+	}
+	if bytes.Contains(groupAnswer, []byte(`"errors"`)) {
+		return Report{}, fmt.Errorf("the gateway answered errors: %s", groupAnswer)
+	}
+	if err := writeHistoryRecord(rdb, baselineGroupHistoryKey, groupAnswer); err != nil {
+		return Report{}, fmt.Errorf("storing the group baseline's record: %w", err)
+	}
+	answers = append(answers, groupAnswer)
+	baselines = append(baselines, historyBaseline(rdb, baselineGroupHistoryKey))
+	paths = append(paths, "/group/history")
+	scenarios = append(scenarios, scenario{name: groupHistoryName, gateway: gwGroup, handler: handler})
 
 	fmt.Fprintf(o.Out, "storing the same data in an OpenIM deployment (openimtest) and opening a gateway on it in OpenIM mode...\n")
 	oim, err := startOpenIM(ctx, dir, redisServer.URL(), redisServer.Addr(), o.Gateway)
@@ -272,22 +302,32 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.Profile != nil {
 		o.Profile(true)
 	}
+	var measured []scenario
 	for _, s := range scenarios {
-		if !strings.Contains(s.name, o.Only) {
-			continue
+		if strings.Contains(s.name, o.Only) {
+			measured = append(measured, s)
 		}
+	}
+	// Each round drives every page's gateway and baseline in turn, so that the machine's
+	// drift during a run moves every page alike and pages can be compared with each other
+	// (GroupOverSingle), not only each with its baseline.
+	for _, s := range measured {
 		fmt.Fprintf(o.Out, "measuring %s: %d rounds of %s per handler, %d clients...\n", s.name, o.Rounds, o.Duration, o.Concurrency)
 		// A short warm-up of each, so that neither pays for connections or first reads.
 		drive(ctx, client, s.gateway, o.Concurrency, o.Duration/5)
 		drive(ctx, client, s.baseline, o.Concurrency, o.Duration/5)
-		var gw, base result
-		for range o.Rounds {
-			gw = gw.merge(drive(ctx, client, s.gateway, o.Concurrency, o.Duration))
-			base = base.merge(drive(ctx, client, s.baseline, o.Concurrency, o.Duration))
+	}
+	gws, bases := make([]result, len(measured)), make([]result, len(measured))
+	for range o.Rounds {
+		for i, s := range measured {
+			gws[i] = gws[i].merge(drive(ctx, client, s.gateway, o.Concurrency, o.Duration))
+			bases[i] = bases[i].merge(drive(ctx, client, s.baseline, o.Concurrency, o.Duration))
 		}
-		if ctx.Err() != nil {
-			return Report{}, ctx.Err()
-		}
+	}
+	if ctx.Err() != nil {
+		return Report{}, ctx.Err()
+	}
+	for i, s := range measured {
 		gwAllocs, err := allocsPerRequest(s.handler, s.gateway, 200)
 		if err != nil {
 			return Report{}, err
@@ -296,6 +336,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		if err != nil {
 			return Report{}, err
 		}
+		gw, base := gws[i], bases[i]
 		report.Rows = append(report.Rows, rowOf(s.name, "gateway", gw, gwAllocs), rowOf(s.name, "baseline", base, baseAllocs))
 		if base.perSecond() > 0 {
 			report.Ratios[s.name] = gw.perSecond() / base.perSecond()
@@ -304,6 +345,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 
 	if o.Profile != nil {
 		o.Profile(false)
+	}
+	if single := gatewayRate(report, singleHistoryName); single > 0 {
+		report.GroupOverSingle = gatewayRate(report, groupHistoryName) / single
 	}
 	if coldName := "history page (100 messages, cold: FerretDB)"; strings.Contains(coldName, o.Only) {
 		fmt.Fprintf(o.Out, "measuring the cold history page: %d requests one at a time, chunks invalidated before each...\n", o.ColdRequests)
@@ -343,6 +387,16 @@ func coldPages(ctx context.Context, client *http.Client, g *gateway.Gateway, t t
 	return r.merge(result{}), nil
 }
 
+// gatewayRate is the gateway's requests per second in the scenario, 0 when it was not measured.
+func gatewayRate(r Report, scenario string) float64 {
+	for _, row := range r.Rows {
+		if row.Scenario == scenario && row.Handler == "gateway" {
+			return row.PerSecond
+		}
+	}
+	return 0
+}
+
 func rowOf(scenario, handler string, r result, allocs float64) Row {
 	return Row{Scenario: scenario, Handler: handler, PerSecond: r.perSecond(), P50: r.percentile(0.50), P99: r.percentile(0.99),
 		Requests: r.requests, Errors: r.errors, AllocsPerRequest: allocs}
@@ -365,6 +419,9 @@ func printReport(w io.Writer, r Report, scenarios []scenario) {
 		if ratio, measured := r.Ratios[s.name]; measured {
 			fmt.Fprintf(w, "  %-45s %.2fx\n", s.name, ratio)
 		}
+	}
+	if r.GroupOverSingle > 0 {
+		fmt.Fprintf(w, "\nthe group page over the single chat's page, the gateway's requests per second: %.2fx\n", r.GroupOverSingle)
 	}
 }
 

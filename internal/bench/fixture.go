@@ -14,10 +14,18 @@ import (
 // The bench's data: a viewer with 20 single chats, one of 1,000 messages (the history page and
 // messages by seq, over ten chunks) and 19 of three (the conversation list page). Single chats,
 // so that reading one needs no membership lookup: the bench measures the message read path.
+// Apart from them, a group of groupSize members with 1,000 messages, whose page another viewer
+// reads (groupViewer, so that the first viewer's list stays the same): a group page is a
+// single chat's plus the viewer's membership.
 const (
 	viewer     = "bench"
 	peers      = 20
 	longLength = 1000
+	// groupViewer reads the group page; groupSenders write the group's messages in turn.
+	groupViewer  = "bench-member"
+	groupID      = "bench-group"
+	groupSize    = 1000
+	groupSenders = 4
 	// pageFields are the twelve fields the history page and messages by seq ask for.
 	pageFields = "conversationID seq status clientMsgID serverMsgID sendID recvID sessionType contentType content sendTime isRead"
 )
@@ -34,6 +42,20 @@ func peer(i int) string { return fmt.Sprintf("p%02d", i) }
 func longConversation() string {
 	id, _ := im.SingleConversationID(viewer, peer(0))
 	return id
+}
+
+// groupConversation is the group's chat.
+func groupConversation() string {
+	id, _ := im.GroupConversationID(groupID)
+	return id
+}
+
+// groupMember is the group's i-th member; the first is groupViewer.
+func groupMember(i int) string {
+	if i == 0 {
+		return groupViewer
+	}
+	return fmt.Sprintf("gm%04d", i)
 }
 
 // spreadSeqs are 100 seqs of the long conversation, ten in each of its ten chunks.
@@ -66,6 +88,19 @@ func fill(ctx context.Context, g *gateway.Gateway) error {
 		for i := range 3 {
 			add(peer(p), viewer, i)
 		}
+	}
+	members := make([]im.GroupMember, groupSize)
+	for i := range members {
+		members[i] = im.GroupMember{UserID: groupMember(i), Role: im.RoleMember}
+	}
+	members[1].Role = im.RoleOwner
+	if err := g.Ledger.SetGroup(ctx, groupID, members); err != nil {
+		return err
+	}
+	for i := range longLength {
+		from := groupMember(i % groupSenders)
+		msgs = append(msgs, &im.Message{SendID: from, GroupID: groupID, ClientMsgID: fmt.Sprintf("bench-group-%d", i),
+			ContentType: 101, Content: fmt.Sprintf("%s#%d", text, i), SendTime: base + int64(len(msgs))*1000})
 	}
 	for len(msgs) > 0 {
 		n := min(len(msgs), 500)

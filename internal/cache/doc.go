@@ -4,13 +4,13 @@
 // DialClient here), and by the test tooling that starts and fills test servers
 // (internal/testenv, internal/openim/openimtest) or checks keys directly (_test files).
 //
-// It caches whole chunks, the seq state of conversations and users and each user's
-// conversation list, runs the seq allocator, keeps each user's sync event log and each group
-// conversation's event stream with their pub/sub channels, and holds the rate-limit buckets,
-// the persisted queries and the live instances.
+// It caches whole chunks, the seq state of conversations and users, each user's conversation
+// list and the group memberships read, runs the seq allocator, keeps each user's sync event
+// log and each group conversation's event stream with their pub/sub channels, and holds the
+// rate-limit buckets, the persisted queries and the live instances.
 //
-// Keys carry a Redis Cluster hash tag so that every key of one conversation (or one user) lands
-// in one slot and a script may touch several of them:
+// Keys carry a Redis Cluster hash tag so that every key of one conversation (or one user, or
+// one group's memberships) lands in one slot and a script may touch several of them:
 //
 //	<prefix>{<conversationID>}:chunk:<index>  hash {v: version, data: JSON chunk}
 //	<prefix>{<conversationID>}:seqstate       string "max,min,time,cv": stored max seq, min seq, newest send time, chunks version (conversation_state.go)
@@ -23,6 +23,7 @@
 //	<prefix>{u:<userID>}:readstate            hash {<conversationID>: "read,min"}: read seq and user min seq (read_state.go)
 //	<prefix>{u:<userID>}:convs                set: the IDs on the user's conversation list, with "" marking it filled (conversation_list.go)
 //	<prefix>{u:<userID>}:convsv               string: the conversation list's version, moved by every change from a random start
+//	<prefix>{g:<groupID>}:members             hash {"": version, <userID>: role, "-" not a member, "?" held}: the memberships read so far (group_membership.go)
 //	<prefix>{u:<userID>}:log                  hash {epoch, pos, <conversationID>|x, <conversationID>|m}: the event log's head and the max and min seqs it has seen
 //	<prefix>{u:<userID>}:events               list: the user's events, oldest first (also the pub/sub channel's name)
 //	<prefix>{u:<userID>}:evkeys               sorted set: the keys of the changes the log announced, by time, kept as long as the events

@@ -33,9 +33,11 @@ var keyFamilies = []struct {
 	{"user read state", regexp.MustCompile(`^msggate:\{u:[^}]+\}:readstate$`), 7 * 24 * time.Hour},
 	{"conversation list", regexp.MustCompile(`^msggate:\{u:[^}]+\}:convs$`), 7 * 24 * time.Hour},
 	{"conversation list version", regexp.MustCompile(`^msggate:\{u:[^}]+\}:convsv$`), 7 * 24 * time.Hour},
+	{"group memberships", regexp.MustCompile(`^msggate:\{g:[^}]+\}:members$`), 7 * 24 * time.Hour},
 	{"event log head", regexp.MustCompile(`^msggate:\{u:[^}]+\}:log$`), cache.DefaultEventLogMaxAge},
 	{"event log", regexp.MustCompile(`^msggate:\{u:[^}]+\}:events$`), cache.DefaultEventLogMaxAge},
 	{"event keys", regexp.MustCompile(`^msggate:\{u:[^}]+\}:evkeys$`), cache.DefaultEventLogMaxAge},
+	{"group stream", regexp.MustCompile(`^msggate:\{[^}]+\}:(log|events|evkeys)$`), cache.DefaultEventLogMaxAge},
 	{"user rate bucket", regexp.MustCompile(`^msggate:\{u:[^}]+\}:rate$`), time.Hour},
 	{"address rate bucket", regexp.MustCompile(`^msggate:\{a:[^}]+\}:rate$`), time.Hour},
 	{"persisted query", regexp.MustCompile(`^msggate:apq:[0-9a-f]{64}$`), cache.DefaultPersistedQueryTTL},
@@ -46,7 +48,8 @@ var keyFamilies = []struct {
 // Ensure every key a representative workload leaves in Redis expires within its family's
 // bound (and event logs keep at most -event-log-len events): sends, reads, syncState of a user
 // who never had an event, syncDifference, a live subscription, mark-read, revoke, delete,
-// clear, a persisted query, and refusals by the user and the address rate limits.
+// clear, a group's change and a read of it, a persisted query, and refusals by the user and
+// the address rate limits.
 func TestEveryRedisKeyExpires(t *testing.T) {
 	const logLen = 5
 	g := gatewaytest.StartWith(t, func(c *gateway.Config) { c.EventLogMaxLen = logLen })
@@ -71,6 +74,9 @@ func TestEveryRedisKeyExpires(t *testing.T) {
 	g.Query(alice, `mutation { revokeMessage(conversationID: "si_alice_bob", seq: 5) { seq } }`, nil, &struct{}{})
 	g.Query(bob, `mutation { deleteMessages(conversationID: "si_alice_bob", seqs: [6]) { seq } }`, nil, &struct{}{})
 	g.Query(alice, `mutation { clearConversation(conversationID: "si_alice_bob") { minSeq } }`, nil, &struct{}{})
+	g.Query(g.Admin(), groupMutation, map[string]any{"g": "team", "m": []map[string]any{{"userID": "alice", "role": "OWNER"}, {"userID": "bob"}}}, &struct{}{})
+	g.SendGQL(alice, map[string]any{"groupID": "team", "contentType": 101, "content": "hi team"})
+	g.Query(bob, `{ conversation(id: "sg_team") { unreadCount } }`, nil, &struct{}{})
 
 	const persisted = `{ viewer { userID } }`
 	sum := sha256.Sum256([]byte(persisted))

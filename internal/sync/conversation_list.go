@@ -103,11 +103,11 @@ func (l *Ledger) Role(ctx context.Context, userID string, conv im.Conversation) 
 	if conv.GroupID == "" {
 		return 0, nil
 	}
-	m, err := l.store.FindGroupMemberships(ctx, userID, []string{conv.GroupID})
+	roles, _, err := l.groupRoles(ctx, userID, []string{conv.GroupID}, nil)
 	if err != nil {
 		return 0, err
 	}
-	return m[conv.GroupID].Role, nil
+	return roles[conv.GroupID], nil
 }
 
 // SetGroup makes members the group's member list and keeps its members' conversation lists in
@@ -153,6 +153,12 @@ func (l *Ledger) SetGroup(ctx context.Context, groupID string, members []im.Grou
 			gone = append(gone, m.UserID)
 		}
 	}
+	// Every instance reads the changed members' memberships from MongoDB until the change is
+	// in (cache.HoldMemberships); a failure to hold them changes nothing.
+	held := heldMembers(before, stored)
+	if err := l.cache.HoldMemberships(ctx, groupID, held); err != nil {
+		return err
+	}
 	// Lists are trusted by the conversation list, so departed members lose the entries
 	// before the member list changes: a failure in between leaves access narrower, not wider.
 	for _, conv := range []string{chat, notes} {
@@ -165,6 +171,9 @@ func (l *Ledger) SetGroup(ctx context.Context, groupID string, members []im.Grou
 	}
 	// Only the difference is written, in batches that each finish within the store timeout.
 	if err := l.store.ApplyGroupMembers(ctx, groupID, before, stored); err != nil {
+		return err
+	}
+	if err := l.cache.ReleaseMemberships(ctx, groupID, held); err != nil {
 		return err
 	}
 	if err := l.AddUserConversations(ctx, entries); err != nil {
