@@ -115,3 +115,26 @@ func shared(ctx context.Context, ap *redis.AutoPipeliner, cmds []redis.Cmder) er
 	}
 	return first
 }
+
+// SharedReads sends the reads of an adapter that reads another system's Redis itself
+// (internal/openim reads an OpenIM deployment's) in shared round trips, as a Cache shares its
+// own state reads (coalescedReads): a read's commands are sent after it was made, never
+// answered from a round trip that left before, so sharing changes when a read is sent, not
+// what it sees. It is safe for concurrent use.
+type SharedReads struct {
+	rdb   redis.UniversalClient
+	reads *coalescedReads
+}
+
+// NewSharedReads returns the shared reads of rdb (from DialClient); limit bounds the reads
+// that may share at once as Options.CoalescedReads does (0: DefaultCoalescedReads, negative:
+// each read takes a pipeline of its own). On a cluster client every read takes its own.
+func NewSharedReads(rdb redis.UniversalClient, limit int) *SharedReads {
+	return &SharedReads{rdb: rdb, reads: newCoalescedReads(rdb, limit)}
+}
+
+// Do runs cmds in one round trip, shared with other reads when the CPUs are busy, and returns
+// the first error other than redis.Nil; each command holds its own answer.
+func (s *SharedReads) Do(ctx context.Context, cmds ...redis.Cmder) error {
+	return s.reads.do(ctx, s.rdb, cmds)
+}

@@ -151,7 +151,7 @@ func OpenObserved(ctx context.Context, cfg Config, obs Observers, logger *slog.L
 	}
 	chunkTTL := time.Duration(0) // the cache's default
 	if cfg.OpenIM.Enabled {
-		chunkTTL = OpenIMChunkTTL
+		chunkTTL = OpenIMChunkTTL - OpenIMMemoryPeriod
 	}
 	if g.Cache, err = cache.Dial(cfg.RedisURL, cache.Options{
 		ChunkTTL:       chunkTTL,
@@ -165,15 +165,16 @@ func OpenObserved(ctx context.Context, cfg Config, obs Observers, logger *slog.L
 		return nil, err
 	}
 	g.closers = append(g.closers, g.Cache.Close)
-	if g.OpenIM != nil {
-		return g, g.followOpenIM()
-	}
-	if cfg.ChunkMemory >= 0 {
+	// OpenIM mode keeps chunks in memory only with the feed, which tells when they change.
+	if cfg.ChunkMemory >= 0 && (g.OpenIM == nil || cfg.OpenIM.Feed.Brokers != "") {
 		g.ChunkMemory = history.NewChunkMemory(cfg.ChunkMemory)
 		g.Metrics.WatchChunkMemory(func() ops.ChunkMemoryFigures {
 			s := g.ChunkMemory.Stats()
 			return ops.ChunkMemoryFigures{Hits: s.Hits, Misses: s.Misses, Evictions: s.Evictions, Bytes: s.Bytes, Chunks: s.Chunks}
 		})
+	}
+	if g.OpenIM != nil {
+		return g, g.followOpenIM()
 	}
 	g.Ledger = imsync.NewLedger(g.Store, g.Cache, imsync.Options{Logger: logger, IntentHandoff: cfg.IntentHandoff})
 	g.Ingest = ingest.New(g.Store, g.Cache, g.Ledger, ingest.Options{})

@@ -10,15 +10,17 @@ import (
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/openim"
+	"github.com/msggate/msggate/internal/openimsync"
 	"github.com/msggate/msggate/internal/ops"
 )
 
 // OpenIM mode (Config.OpenIM): the gateway reads an OpenIM v3.8 deployment's MongoDB and
 // Redis through internal/openim, and nothing of msggate's own store. It connects without
-// creating a collection or an index (a read-only MongoDB role is enough), uses none of
-// msggate's chunk or seq caches (OpenIM's Redis already is that cache, and only OpenIM knows
-// when an entry goes stale), has no write path and no event log, and checks OpenIM's tokens.
-// msggate's own Redis stays, for rate limits and persisted queries.
+// creating a collection or an index (a read-only MongoDB role is enough), and without the
+// feed uses none of msggate's chunk or seq caches (OpenIM's Redis already is that cache, and
+// only OpenIM knows when an entry goes stale), has no write path and no event log, and checks
+// OpenIM's tokens. msggate's own Redis stays, for rate limits and persisted queries; with the
+// feed, also for the event logs and OpenIM's chunks (OpenIMChunkTTL).
 
 // OpenIMTokenHeader is the header OpenIM's own API takes its token from; OpenIM-mode clients
 // may send it instead of "Authorization: Bearer <token>".
@@ -53,12 +55,18 @@ func (g *Gateway) openOpenIM(ctx context.Context) (err error) {
 	return nil
 }
 
-// OpenIMChunkTTL bounds how long msggate keeps a chunk of an OpenIM deployment in its Redis,
-// in OpenIM mode with the feed. The feed's records make a chunk stale as soon as they arrive
-// (a new message, revoke, delete or read), and the gap fill does for messages stored without
-// a record; a change that reaches OpenIM's MongoDB with no record at all (a revoke or delete
-// whose record was lost) shows within this time.
+// OpenIMChunkTTL bounds how long msggate keeps a chunk of an OpenIM deployment, in OpenIM mode
+// with the feed: in its Redis for OpenIMChunkTTL - OpenIMMemoryPeriod after reading it from
+// OpenIM's stores, then in an instance's memory for at most OpenIMMemoryPeriod more. The
+// feed's records make a chunk stale in both as soon as they arrive (a new message, revoke,
+// delete or read), and the gap fill does for messages stored without a record; a change that
+// reaches OpenIM's MongoDB with no record at all (a revoke or delete whose record was lost)
+// shows within this time.
 const OpenIMChunkTTL = 10 * time.Second
+
+// OpenIMMemoryPeriod is the longest an instance serves a chunk of an OpenIM deployment from
+// its memory (openimsync.ReadSource), part of OpenIMChunkTTL.
+const OpenIMMemoryPeriod = 2 * time.Second
 
 // readPath is what the GraphQL layer reads through, how it authenticates, and what /readyz
 // checks: msggate's own store, or in OpenIM mode the deployment's.
@@ -82,10 +90,12 @@ func (g *Gateway) readPath() readPath {
 		}
 		if g.FollowerLog != nil {
 			r.Sync, r.Hub = g.FollowerLog, g.Hub
-			// The feed tells which chunks change, so they can be kept (see OpenIMChunkTTL).
+			// The feed tells which chunks change, so they can be kept (see OpenIMChunkTTL):
+			// in Redis, and in memory under the versions the follower moves.
+			r.Conversations = openimsync.NewReadSource(s, g.Cache, OpenIMMemoryPeriod)
 			cached := cache.NewChunks(s, g.Cache, g.Logger)
 			cached.ObserveCache = g.Metrics.ObserveChunkCache
-			r.Chunks = &history.Chunks{Store: cached}
+			r.Chunks = &history.Chunks{Store: cached, Memory: g.ChunkMemory}
 		}
 		return readPath{
 			resolver:      r,

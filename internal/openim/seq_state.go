@@ -28,8 +28,9 @@ import (
 //	              GetMsgBySeqs), so it caps MaxSeq here.
 
 // States returns userID's seq state in each conversation, aligned with conversationIDs:
-// one Redis round trip for every conversation's keys, then, only for what Redis lacks, one
-// MongoDB query on seq, one on seq_user and one on msg. A conversation OpenIM has no record of
+// one Redis round trip for every conversation's keys (shared with other requests' under
+// load), then, only for what Redis lacks, one MongoDB query on seq, one on seq_user and one on
+// msg. A conversation OpenIM has no record of
 // reads as all zeros. Errors: EINVALID for a bad ID, EUNAVAILABLE when a store fails.
 func (s *Store) States(ctx context.Context, userID string, conversationIDs []string) ([]im.SeqState, error) {
 	if err := validUserID(userID); err != nil {
@@ -45,17 +46,27 @@ func (s *Store) States(ctx context.Context, userID string, conversationIDs []str
 
 	type keys struct{ malloc, minSeq, read, umin, umax *redis.SliceCmd }
 	cmds := make([]keys, len(conversationIDs))
-	pipe := s.rdb.Pipeline()
+	all := make([]redis.Cmder, 0, 5*len(conversationIDs))
+	hmget := func(key string, fields ...string) *redis.SliceCmd {
+		args := make([]any, 0, 2+len(fields))
+		args = append(args, "hmget", key)
+		for _, f := range fields {
+			args = append(args, f)
+		}
+		cmd := redis.NewSliceCmd(ctx, args...)
+		all = append(all, cmd)
+		return cmd
+	}
 	for i, c := range conversationIDs {
 		cmds[i] = keys{
-			malloc: pipe.HMGet(ctx, "MALLOC_SEQ:"+c, "CURR", "TIME"),
-			minSeq: pipe.HMGet(ctx, "MALLOC_MIN_SEQ:"+c, rocksFields...),
-			read:   pipe.HMGet(ctx, "SEQ_USER_READ:"+c+":"+userID, rocksFields...),
-			umin:   pipe.HMGet(ctx, "SEQ_USER_MIN:"+c+":"+userID, rocksFields...),
-			umax:   pipe.HMGet(ctx, "SEQ_USER_MAX:"+c+":"+userID, rocksFields...),
+			malloc: hmget("MALLOC_SEQ:"+c, "CURR", "TIME"),
+			minSeq: hmget("MALLOC_MIN_SEQ:"+c, rocksFields...),
+			read:   hmget("SEQ_USER_READ:"+c+":"+userID, rocksFields...),
+			umin:   hmget("SEQ_USER_MIN:"+c+":"+userID, rocksFields...),
+			umax:   hmget("SEQ_USER_MAX:"+c+":"+userID, rocksFields...),
 		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+	if err := s.reads.Do(ctx, all...); err != nil {
 		return nil, redisError("read seq state", err)
 	}
 

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
 )
 
@@ -30,9 +31,14 @@ var requiredCollections = []string{collMsg, collSeq}
 // Store reads one OpenIM deployment. It is safe for concurrent use. A Store made by Open does
 // not own the connections it was given (the caller closes them); one made by Connect does.
 type Store struct {
-	db   *mongo.Database
-	rdb  redis.UniversalClient
-	opts Options
+	db  *mongo.Database
+	rdb redis.UniversalClient
+	// reads sends the per-request reads of OpenIM's Redis (token status, seq state) in round
+	// trips shared with other requests' under load; each is still sent after it was made.
+	reads *cache.SharedReads
+	// claims remembers the checked claims of tokens (VerifyToken).
+	claims verifiedClaims
+	opts   Options
 	// owned: the Store connected itself (Connect), so Close disconnects.
 	owned bool
 
@@ -86,6 +92,7 @@ func Open(ctx context.Context, db *mongo.Database, rdb redis.UniversalClient, op
 	return &Store{
 		db:           db,
 		rdb:          rdb,
+		reads:        cache.NewSharedReads(rdb, 0),
 		opts:         opts,
 		msg:          db.Collection(collMsg),
 		seq:          db.Collection(collSeq),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -27,9 +28,11 @@ import (
 // since it never records them there, while msggate, which does not know that list, refuses
 // them like any token Redis does not hold.
 //
-// Cost: one Redis HGET per verification, no cache. The status is one hash field read (well
-// under a millisecond on a LAN, and the request reads OpenIM's Redis for seq state anyway);
-// in exchange a kick or logout in OpenIM takes effect on msggate's next request.
+// Cost: one Redis HGET per verification, its status never cached, so that a kick or logout in
+// OpenIM takes effect on msggate's next request; under load it shares its round trip with
+// other requests' reads (Store.reads), and is still sent after the request arrived. What
+// depends on the token alone (its signature and claims) is checked once and remembered until
+// the token's exp (verifiedClaims).
 
 type tokenClaims struct {
 	UserID     string `json:"UserID"`
@@ -66,6 +69,50 @@ func (s *Store) VerifyToken(ctx context.Context, token string) (string, time.Tim
 	if s.opts.Secret == "" {
 		return refuse(ErrTokenInvalid, "OpenIM tokens cannot be verified: no secret is configured")
 	}
+	checked, ok := s.claims.get(token, time.Now())
+	if !ok {
+		var err error
+		if checked, err = s.checkClaims(token); err != nil {
+			return "", time.Time{}, err
+		}
+		s.claims.add(token, checked)
+	}
+
+	key := tokenStatusKey(checked.userID, checked.platform)
+	cmd := redis.NewStringCmd(ctx, "hget", key, token)
+	if err := s.reads.Do(ctx, cmd); err != nil {
+		return "", time.Time{}, redisError("read token status", err)
+	}
+	v, err := cmd.Result()
+	switch {
+	case err == redis.Nil:
+		return refuse(ErrTokenNotActive, "the OpenIM token is not active (logged out or replaced)")
+	case err != nil:
+		return "", time.Time{}, redisError("read token status", err)
+	}
+	status, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		return "", time.Time{}, recordError("token status in "+key, err)
+	case status == tokenKicked:
+		return refuse(ErrTokenKicked, "the OpenIM token was kicked")
+	case status != tokenNormal:
+		return refuse(ErrTokenNotActive, "the OpenIM token is not active")
+	}
+	return checked.userID, checked.expires, nil
+}
+
+// checkedToken is what a token's signature and claims say, once checked.
+type checkedToken struct {
+	userID, platform string
+	expires          time.Time
+}
+
+// checkClaims checks a token's algorithm, signature, expiry, issue time and claims.
+func (s *Store) checkClaims(token string) (checkedToken, error) {
+	refuse := func(cause error, msg string) (checkedToken, error) {
+		return checkedToken{}, &im.Error{Code: im.EUNAUTHENTICATED, Message: msg, Cause: cause}
+	}
 	var claims tokenClaims
 	parser := jwt.NewParser(
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
@@ -88,25 +135,45 @@ func (s *Store) VerifyToken(ctx context.Context, token string) (string, time.Tim
 	if !ok {
 		return refuse(ErrTokenInvalid, "the OpenIM token names an unknown platform")
 	}
+	return checkedToken{userID: claims.UserID, platform: platform, expires: claims.ExpiresAt.Time}, nil
+}
 
-	key := tokenStatusKey(claims.UserID, platform)
-	v, err := s.rdb.HGet(ctx, key, token).Result()
-	switch {
-	case err == redis.Nil:
-		return refuse(ErrTokenNotActive, "the OpenIM token is not active (logged out or replaced)")
-	case err != nil:
-		return "", time.Time{}, redisError("read token status", err)
+// maxVerifiedClaims bounds the tokens a Store remembers the claims of: a few MB of tokens.
+const maxVerifiedClaims = 16384
+
+// verifiedClaims remembers the checked claims of tokens until each expires: they depend on
+// nothing but the token, the secret and the clock (a token issued in the future is never
+// remembered, as it was refused). When full, an arbitrary token makes room; a forgotten one is
+// only checked again. Only the claims: the token's status is read from OpenIM's Redis on every
+// verification.
+type verifiedClaims struct {
+	mu     sync.RWMutex
+	tokens map[string]checkedToken
+}
+
+func (v *verifiedClaims) get(token string, now time.Time) (checkedToken, bool) {
+	v.mu.RLock()
+	c, ok := v.tokens[token]
+	v.mu.RUnlock()
+	if !ok || !now.Before(c.expires) {
+		return checkedToken{}, false // an expired token is checked again, and refused
 	}
-	status, err := strconv.Atoi(v)
-	switch {
-	case err != nil:
-		return "", time.Time{}, recordError("token status in "+key, err)
-	case status == tokenKicked:
-		return refuse(ErrTokenKicked, "the OpenIM token was kicked")
-	case status != tokenNormal:
-		return refuse(ErrTokenNotActive, "the OpenIM token is not active")
+	return c, true
+}
+
+func (v *verifiedClaims) add(token string, c checkedToken) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.tokens == nil {
+		v.tokens = make(map[string]checkedToken)
 	}
-	return claims.UserID, claims.ExpiresAt.Time, nil
+	for old := range v.tokens {
+		if len(v.tokens) < maxVerifiedClaims {
+			break
+		}
+		delete(v.tokens, old)
+	}
+	v.tokens[token] = c
 }
 
 func tokenStatusKey(userID, platform string) string {

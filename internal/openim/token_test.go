@@ -109,3 +109,32 @@ func TestVerifyTokenAcceptsOnlyWhatOpenIMWould(t *testing.T) {
 		t.Errorf("Redis down: %v, want EUNAVAILABLE", err)
 	}
 }
+
+// Ensure a token accepted before is checked again on every verification: its status in
+// OpenIM's Redis is read each time (one HGET, however often it was accepted), and it is
+// refused as expired once its exp passes, though OpenIM's Redis still marks it normal.
+func TestVerifyTokenAgainAfterAcceptingIt(t *testing.T) {
+	t.Parallel()
+	d := newDeployment(t)
+	const android = 2
+	s := d.open(openim.Options{Secret: d.Secret})
+	short := openimtest.SignToken(d.Secret, openimtest.BuildClaims("u_1", android, 1500*time.Millisecond))
+	d.SetTokenStatus("u_1", android, short, openimtest.TokenNormal)
+	for range 3 {
+		if user, _, err := s.VerifyToken(ctx, short); err != nil || user != "u_1" {
+			t.Fatalf("a good token: %q, %v", user, err)
+		}
+	}
+	d.trips.Take()
+	if _, _, err := s.VerifyToken(ctx, short); err != nil {
+		t.Fatal(err)
+	}
+	if trips := d.trips.Take(); len(trips) != 1 || len(trips[0]) != 1 || trips[0][0] != "hget UID_PID_TOKEN_STATUS:u_1:Android" {
+		t.Errorf("the fourth verification cost %v, want one HGET of the token's status", trips)
+	}
+	// exp has a second's precision: wait past it.
+	time.Sleep(time.Until(time.Now().Add(1500 * time.Millisecond).Truncate(time.Second).Add(time.Second)))
+	if _, _, err := s.VerifyToken(ctx, short); !errors.Is(err, openim.ErrTokenExpired) {
+		t.Errorf("after its exp: %v, want ErrTokenExpired", err)
+	}
+}
