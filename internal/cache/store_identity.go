@@ -183,7 +183,9 @@ func globEscape(s string) string {
 // The hold: until an instance has checked Redis's record against the store (at start, and
 // while it discards another store's state), what Redis holds of a store must not be served.
 // Commands on such keys (StoreState) then wait for the check or fail as if Redis were down:
-// readers go to MongoDB, writers answer UNAVAILABLE. Every other command passes.
+// readers go to MongoDB, writers answer UNAVAILABLE. Every other command passes. go-redis's
+// autopipeliner sends shared reads without a deadline: they wait for a check at start, which
+// follows the store's preparation at once, and fail at once while the state is refused.
 
 // ErrStoreStateHeld is why a command on the store's state was refused: Redis is not yet known
 // to describe the store.
@@ -210,7 +212,8 @@ type storeHold struct {
 type storeStateWork struct{}
 
 // HoldStoreState keeps the store's state from being served until ServeStoreState: commands
-// on it wait for ServeStoreState, or with refuse, fail at once.
+// on it wait for ServeStoreState (up to holdWait when they have a deadline), or with refuse,
+// fail at once.
 func (c *Cache) HoldStoreState(refuse bool) {
 	s := checking
 	if refuse {
@@ -252,6 +255,12 @@ func (h *storeHold) admit(ctx context.Context, c *Cache, keys func(yield func(st
 	if !store {
 		return nil
 	}
+	var timeout <-chan time.Time
+	if _, ok := ctx.Deadline(); ok {
+		t := time.NewTimer(holdWait)
+		defer t.Stop()
+		timeout = t.C
+	}
 	for {
 		h.mu.Lock()
 		state, changed := h.state, h.changed
@@ -264,11 +273,18 @@ func (h *storeHold) admit(ctx context.Context, c *Cache, keys func(yield func(st
 		}
 		select {
 		case <-changed:
+		case <-timeout:
+			return ErrStoreStateHeld
 		case <-ctx.Done():
 			return errors.Join(ErrStoreStateHeld, context.Cause(ctx))
 		}
 	}
 }
+
+// holdWait bounds how long a command with a deadline (a request's) waits for the check, as
+// the store's own operations wait for the store to be prepared; one without (background
+// work, the demo data) waits for as long as it takes.
+const holdWait = time.Second
 
 // holdHook puts every round trip through the hold. It runs before the others: a refused
 // command was never made, and one that waits holds no admission slot.

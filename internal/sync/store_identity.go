@@ -65,27 +65,27 @@ func NewIdentityWatch(store *chunkstore.Store, c *cache.Cache, opts IdentityOpti
 // discard, if one was needed).
 func (w *IdentityWatch) Confirmed() <-chan struct{} { return w.confirmed }
 
-// identityStoreWait is how long the watch waits for the store to be prepared before the store's
-// state in Redis is refused rather than waited for: as long as the store's own operations
-// wait for it.
-const identityStoreWait = time.Second
-
 // Run checks until ctx ends.
 func (w *IdentityWatch) Run(ctx context.Context) {
-	select {
-	case <-w.store.Ready():
-	case <-time.After(identityStoreWait):
-		// The store is down or slow to prepare: answer at once rather than make every
-		// request wait for a check that cannot be made.
-		w.cache.HoldStoreState(true)
+	// While the store is being prepared, the store's state waits for the first check; once
+	// an attempt to prepare it has failed (the store is down) it is refused at once, as the
+	// store's own operations are.
+	for refused := false; ; {
 		select {
 		case <-w.store.Ready():
-			w.cache.HoldStoreState(false) // the check is a moment away: wait for it
 		case <-ctx.Done():
 			return
+		case <-time.After(100 * time.Millisecond):
+			if !refused && w.store.StartFailed() {
+				refused = true
+				w.cache.HoldStoreState(true)
+			}
+			continue
 		}
-	case <-ctx.Done():
-		return
+		if refused {
+			w.cache.HoldStoreState(false) // the check is a moment away: wait for it
+		}
+		break
 	}
 	for {
 		wait := w.opts.Interval
