@@ -43,6 +43,9 @@ type IdentityWatch struct {
 	valid bool
 	// serving: the last check found that Redis describes the store, and the hold is off.
 	serving bool
+	// warned: the mismatch being discarded was logged (once, however long another instance
+	// takes to discard it).
+	warned bool
 
 	confirmed chan struct{}
 	once      gosync.Once
@@ -115,7 +118,8 @@ func (w *IdentityWatch) Run(ctx context.Context) {
 // errDiscardElsewhere: another instance is discarding Redis's state; this one waits for it.
 var errDiscardElsewhere = errors.New("another instance is discarding the state of another store")
 
-// checkTimeout bounds one check (a discard of a large Redis renews it batch by batch).
+// checkTimeout bounds the store and Redis calls of one check; a discard runs as long as it
+// takes.
 const checkTimeout = 10 * time.Second
 
 // Check moves the store's identity on and records it in Redis, after making sure that Redis
@@ -147,7 +151,7 @@ func (w *IdentityWatch) Check(ctx context.Context) (err error) {
 	} else if w.seen, err = w.cache.RecordStoreIdentity(cctx, cache.StoreIdentity(id)); err != nil {
 		return err
 	}
-	w.valid, w.serving = true, true
+	w.valid, w.serving, w.warned = true, true, false
 	w.cache.ServeStoreState()
 	w.once.Do(func() { close(w.confirmed) })
 	return nil
@@ -158,9 +162,12 @@ func (w *IdentityWatch) Check(ctx context.Context) (err error) {
 func (w *IdentityWatch) discard(ctx context.Context, store chunkstore.StoreIdentity) error {
 	w.serving = false
 	w.cache.HoldStoreState(true)
-	w.opts.Logger.WarnContext(ctx, "Redis describes another store, or this store as it was later (restored from a backup): "+
-		"discarding msggate's state in Redis; devices resync", "redis_token", w.seen.Token, "redis_clock", w.seen.Clock,
-		"store_token", store.Token, "store_clock", store.Clock)
+	if !w.warned {
+		w.warned = true
+		w.opts.Logger.WarnContext(ctx, "Redis describes another store, or this store as it was later (restored from a backup): "+
+			"discarding msggate's state in Redis; devices resync", "redis_token", w.seen.Token, "redis_clock", w.seen.Clock,
+			"store_token", store.Token, "store_clock", store.Clock)
+	}
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	// A step of the store's own, recorded only once the discard is done: no other instance
