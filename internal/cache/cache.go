@@ -78,14 +78,20 @@ type Cache struct {
 	reads *coalescedReads
 	// ownsClient: the Cache dialled its client (Dial), so Close closes it.
 	ownsClient bool
+	// hold keeps the store's state from being served until Redis is known to describe the
+	// store (store_identity.go).
+	hold storeHold
 }
 
 // New returns a Cache over a go-redis client (single node or cluster). The observers of opts
 // are added to the client as hooks; on a cluster client they see each call once, as the
 // caller made it, before go-redis splits it by node.
 func New(rdb redis.UniversalClient, opts Options) *Cache {
+	c := &Cache{rdb: rdb, opts: opts.withDefaults()}
+	rdb.AddHook(holdHook{c}) // first, so outermost: see holdHook
 	addHooks(rdb, opts)
-	return &Cache{rdb: rdb, opts: opts.withDefaults(), reads: newCoalescedReads(rdb, opts.CoalescedReads)}
+	c.reads = newCoalescedReads(rdb, opts.CoalescedReads)
+	return c
 }
 
 // addHooks adds the observers of opts to rdb.

@@ -35,6 +35,8 @@
 //	<prefix>followed                          sorted set: OpenIM mode's followed conversations, by when their seq last moved
 //	<prefix>followed:since                    string: when OpenIM mode's follower began (ms)
 //	<prefix>feed:skipped                      list: JSON of the feed's records moved past without being applied, newest first (skipped_records.go)
+//	<prefix>storeid                           hash {token, clock, stamp}: the identity of the store Redis describes (store_identity.go)
+//	<prefix>storeid:discard                   string: the token of the instance discarding another store's state
 //
 // A group stream's channel is <prefix>{<conversationID>}:feed. How long each key lives is in
 // docs/architecture.md ("What msggate keeps in Redis").

@@ -62,6 +62,10 @@ func (s *Store) prepareInBackground(ctx context.Context, db *mongo.Database, opt
 	}
 }
 
+// StartFailed reports whether an attempt to prepare the store has failed (the store is down):
+// what waits for it is then refused at once rather than after startWait.
+func (s *Store) StartFailed() bool { return s.startFailed.Load() }
+
 // Ready is closed once the store is prepared (at once unless Options.StartInBackground).
 func (s *Store) Ready() <-chan struct{} {
 	if s.ready == nil {

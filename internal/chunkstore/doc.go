@@ -49,10 +49,12 @@
 //	               and a marker per lease taken over from a process that died holding it.
 //	store_layout   one document per collection above that has natural _ids:
 //	               {_id: "<collection>", natural_ids: true}, written when a Store first opens the
-//	               collection empty.
+//	               collection empty; and the store's identity, {_id: "identity", token, clock,
+//	               stamp}, which Redis's state is checked against (store_identity.go).
 //
 // Only operations that both MongoDB 6+ and FerretDB 1.24 support are used: CRUD with $set,
-// $addToSet, $max, $inc, $setOnInsert, upserts, $in, sort and limit, unique indexes and
+// $addToSet, $max, $inc, $setOnInsert, upserts, $in, $or and $gt (on the one identity
+// document), sort and limit, unique indexes and
 // duplicate-key errors. No transactions, aggregation slices or change streams. On FerretDB only a
 // filter that is exactly {_id: <string>} is left to SQLite (every other one is matched in Go on
 // every document, $in on _id too), so there a few documents are read by concurrent finds by

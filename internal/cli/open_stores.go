@@ -32,5 +32,22 @@ func openForCommand(ctx context.Context, name string, args []string, stderr io.W
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m, err := gateway.Open(ctx, cfg, logger)
+	if err == nil {
+		if err = storesChecked(ctx, m); err != nil {
+			_ = m.Close()
+			m = nil
+		}
+	}
 	return m, fs, err
+}
+
+// storesChecked waits until the gateway's Redis is known to describe its store (another
+// store's state discarded), so that a command that writes works on the store's own state.
+func storesChecked(ctx context.Context, m *gateway.Gateway) error {
+	select {
+	case <-m.StoreIdentity.Confirmed():
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }

@@ -48,6 +48,9 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if empty, err := m.Store.Empty(ctx); err != nil {
 			return err
 		} else if empty {
+			if err := storesChecked(ctx, m); err != nil {
+				return err
+			}
 			fmt.Fprintln(stdout, "new store: adding the demo data set (go run . seed does the same)")
 			if err := seedDemo(ctx, m, io.Discard); err != nil {
 				return err

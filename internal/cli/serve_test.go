@@ -11,17 +11,19 @@ import (
 
 	"github.com/msggate/msggate/internal/cli"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
+	"github.com/msggate/msggate/internal/testenv"
 )
 
-// startServe runs `msggate serve` on the embedded default in dir, as `go run .` does, and
-// returns a client for it, the demo token it printed, and a function that stops it.
-func startServe(t *testing.T, dir string) (*gatewaytest.Gateway, string, func()) {
+// startServe runs `msggate serve` on the embedded default in dir, as `go run .` does (with
+// the flags extra besides), and returns a client for it, the demo token it printed, and a
+// function that stops it.
+func startServe(t *testing.T, dir string, extra ...string) (*gatewaytest.Gateway, string, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- cli.Serve(ctx, []string{"-addr", "127.0.0.1:0", "-data-dir", dir}, pw, io.Discard)
+		done <- cli.Serve(ctx, append([]string{"-addr", "127.0.0.1:0", "-data-dir", dir}, extra...), pw, io.Discard)
 		pw.Close()
 	}()
 	listen := regexp.MustCompile(`listening on (http://\S+)/query`)
@@ -89,5 +91,34 @@ func TestEmbeddedDefaultSurvivesRestart(t *testing.T) {
 	g.Query(demoToken, cli.DemoQuery, nil, &v)
 	if n := len(v.Viewer.Conversations.Nodes); n != 4 || !strings.HasPrefix(v.Viewer.Conversations.Nodes[0].ID, "si_alice_erin") {
 		t.Errorf("after restart the demo data is seeded once and erin's chat is newest: %+v", v.Viewer.Conversations.Nodes)
+	}
+}
+
+// Ensure the embedded store, started new against a redis-server that holds another store's
+// state (an earlier embedded store's, in another data directory), starts, adds the demo data
+// and serves its own store only.
+func TestEmbeddedDefaultOnAnotherStoresRedis(t *testing.T) {
+	rs := testenv.Redis(t)
+	g, demoToken, stop := startServe(t, t.TempDir(), "-redis-url", rs.URL())
+	if m := g.SendGQL(demoToken, map[string]any{"recvID": "erin", "contentType": 101, "content": "other store"}); m.Seq != 1 {
+		t.Fatalf("first message to erin: %+v", m)
+	}
+	stop()
+
+	g, demoToken, stop = startServe(t, t.TempDir(), "-redis-url", rs.URL())
+	defer stop()
+	var v gatewaytest.Viewer
+	g.Query(demoToken, cli.DemoQuery, nil, &v)
+	if n := len(v.Viewer.Conversations.Nodes); n != 3 || v.Viewer.Conversations.Nodes[0].ID != "sg_friends" {
+		t.Errorf("the demo data on the new store: %+v", v.Viewer.Conversations.Nodes)
+	}
+	if c := g.Conversation(demoToken, "sg_friends"); c.MaxSeq != 260 {
+		t.Errorf("the demo group on the new store: maxSeq %d, want 260", c.MaxSeq)
+	}
+	if got := g.Statuses(demoToken, "sg_friends", 100, 101, 102); strings.Join(got, " ") != "OK REVOKED DELETED" {
+		t.Errorf("demo group seqs 100-102: %v, want OK REVOKED DELETED", got)
+	}
+	if c := g.Conversation(demoToken, "si_alice_erin"); c.MaxSeq != 0 {
+		t.Errorf("the other store's chat with erin: %+v", c)
 	}
 }

@@ -128,6 +128,8 @@ type Config struct {
 	// Announcing every stored change (the outbox and its relay): how long a writer has to
 	// announce its own change before the relay may, and how often the relay looks.
 	IntentHandoff time.Duration // default imsync.DefaultIntentHandoff
+	// RelayInterval is also how often the store's identity is checked against Redis's
+	// record (imsync.IdentityWatch): both are the instance's own background work on the store.
 	RelayInterval time.Duration // default ingest.DefaultRelayInterval
 
 	// Retention deletes whole chunks older than a number of days (off by default).

@@ -43,6 +43,9 @@ type Gateway struct {
 	Ledger *imsync.Ledger
 	Ingest *ingest.Ingester
 	Hub    *imsync.Hub
+	// StoreIdentity keeps Redis tied to the store it describes; nil in OpenIM mode, where
+	// msggate does not write the store.
+	StoreIdentity *imsync.IdentityWatch
 	// OpenIM is the deployment an OpenIM-mode gateway serves (Config.OpenIM); then Store,
 	// Ledger, Ingest and Hub are nil, and Secret too: clients present OpenIM's tokens.
 	OpenIM *openim.Store
@@ -176,6 +179,13 @@ func OpenObserved(ctx context.Context, cfg Config, obs Observers, logger *slog.L
 	if g.OpenIM != nil {
 		return g, g.followOpenIM()
 	}
+	// Before anything reads Redis: its state of a store is held until the watch finds it
+	// describes this one (another store's, or a restored store's, is discarded first).
+	g.StoreIdentity = imsync.NewIdentityWatch(g.Store, g.Cache, imsync.IdentityOptions{Interval: cfg.RelayInterval, Logger: logger})
+	watching, stopWatch := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() { defer close(watched); g.StoreIdentity.Run(watching) }()
+	g.closers = append(g.closers, func() error { stopWatch(); <-watched; return nil })
 	g.Ledger = imsync.NewLedger(g.Store, g.Cache, imsync.Options{Logger: logger, IntentHandoff: cfg.IntentHandoff})
 	g.Ingest = ingest.New(g.Store, g.Cache, g.Ledger, ingest.Options{})
 	g.startRelay(logger)

@@ -43,6 +43,9 @@ var keyFamilies = []struct {
 	{"persisted query", regexp.MustCompile(`^msggate:apq:[0-9a-f]{64}$`), cache.DefaultPersistedQueryTTL},
 	{"persisted query registrations", regexp.MustCompile(`^msggate:\{u:[^}]+\}:apq$`), cache.DefaultPersistedQueryTTL},
 	{"live instance", regexp.MustCompile(`^msggate:instance:[0-9a-f]+$`), imsync.InstanceTTL},
+	// One key, which must outlive every key that describes the store (a negative bound: it
+	// does not expire).
+	{"store identity", regexp.MustCompile(`^msggate:storeid$`), -1},
 }
 
 // Ensure every key a representative workload leaves in Redis expires within its family's
@@ -127,8 +130,11 @@ func TestEveryRedisKeyExpires(t *testing.T) {
 			t.Fatal(err)
 		case ttl == -2*time.Nanosecond:
 			continue // expired since the scan saw it
+		case ttl < 0 && f.maxTTL < 0:
 		case ttl < 0:
 			t.Errorf("%s (%s) never expires", key, f.name)
+		case f.maxTTL < 0:
+			t.Errorf("%s (%s) expires in %v: it must outlive every key that describes the store", key, f.name, ttl)
 		case ttl > f.maxTTL:
 			t.Errorf("%s (%s) lives %v, longer than %v", key, f.name, ttl, f.maxTTL)
 		}

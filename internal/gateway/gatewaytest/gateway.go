@@ -168,6 +168,12 @@ func OpenObserved(t testing.TB, cfg gateway.Config, obs gateway.Observers, logge
 		case <-ctx.Done():
 			t.Fatal("the gateway's store was not prepared within a minute")
 		}
+		// ... and from a Redis known to describe that store.
+		select {
+		case <-gw.StoreIdentity.Confirmed():
+		case <-ctx.Done():
+			t.Fatal("the gateway did not check Redis against its store within a minute")
+		}
 	}
 	return gw
 }
