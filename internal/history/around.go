@@ -16,15 +16,10 @@ import (
 type ClientMsgIndex interface {
 	// FindClientMsgIDSeqs returns seqs that were given to a message with clientMsgID in the
 	// conversation, by any sender (two senders may pick the same ID), newest first, at most a
-	// bounded number of them (see MaxClientMsgIDSeqs). A seq it returns is a claim: the message
+	// bounded number of them (im.MaxClientMsgIDSeqs). A seq it returns is a claim: the message
 	// there is checked before it is believed.
 	FindClientMsgIDSeqs(ctx context.Context, conversationID, clientMsgID string) ([]int64, error)
 }
-
-// MaxClientMsgIDSeqs bounds the seqs a ClientMsgIndex returns for one client message ID, and
-// so the chunks read to check them: IDs are picked by clients, and a crowd of senders could
-// share one on purpose.
-const MaxClientMsgIDSeqs = 16
 
 // aroundBounds places a page of limit seqs around at in the window [lo, hi] (lo <= at <= hi):
 // at with (limit-1)/2 seqs after it and the rest before it; where one side reaches the edge of
@@ -102,7 +97,7 @@ func (r Reader) seqOfClientMsgID(ctx context.Context, conversationID string, st 
 	lo := st.VisibleMin()
 	gone := false
 	var seqs []int64
-	for _, s := range claims {
+	for _, s := range claims[:min(len(claims), im.MaxClientMsgIDSeqs)] {
 		switch {
 		case im.ValidateSeq(s) != nil || s > st.MaxSeq:
 		case s < lo:
