@@ -51,7 +51,7 @@ func (r *Resolver) historyOf(ctx context.Context) (history.Reader, error) {
 		return history.Reader{}, err
 	}
 	l := loadersFrom(ctx)
-	return history.Reader{Viewer: viewer.UserID, Chunks: l, States: l, Adjust: r.AdjustViews}, nil
+	return history.Reader{Viewer: viewer.UserID, Chunks: l, States: l, Adjust: r.AdjustViews, ClientMsgs: r.ClientMsgs}, nil
 }
 
 // messagesBySeq answers Query.messages. Bad seqs are refused before membership is asked.
@@ -75,16 +75,34 @@ func (r *Resolver) messagesBySeq(ctx context.Context, conversationID string, seq
 }
 
 // historyPage answers Conversation.history.
-func (r *Resolver) historyPage(ctx context.Context, conversationID string, beforeSeq, afterSeq *int64, limit *int) (*model.History, error) {
+func (r *Resolver) historyPage(ctx context.Context, conversationID string, q history.PageQuery) (*model.History, error) {
 	h, err := r.historyOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p, err := h.Page(ctx, conversationID, history.PageQuery{BeforeSeq: beforeSeq, AfterSeq: afterSeq, Limit: limit})
+	p, err := h.Page(ctx, conversationID, q)
 	if err != nil {
 		return nil, err
 	}
 	return &model.History{Messages: messagesOf(p.Messages), HasMoreBefore: p.HasMoreBefore, HasMoreAfter: p.HasMoreAfter}, nil
+}
+
+// seqAtTime answers Conversation.seqAtTime: null when no message the viewer can read was sent
+// on that side of the time.
+func (r *Resolver) seqAtTime(ctx context.Context, conversationID string, sendTime int64, direction *model.TimeDirection) (*int64, error) {
+	h, err := r.historyOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dir := history.AtOrAfter
+	if direction != nil && *direction == model.TimeDirectionAtOrBefore {
+		dir = history.AtOrBefore
+	}
+	seq, ok, err := h.SeqAtTime(ctx, conversationID, sendTime, dir)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &seq, nil
 }
 
 // lastMessage answers Conversation.lastMessage: the message at the max seq, if visible.
