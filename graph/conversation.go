@@ -87,24 +87,6 @@ func (r *Resolver) historyPage(ctx context.Context, conversationID string, q his
 	return &model.History{Messages: messagesOf(p.Messages), HasMoreBefore: p.HasMoreBefore, HasMoreAfter: p.HasMoreAfter}, nil
 }
 
-// seqAtTime answers Conversation.seqAtTime: null when no message the viewer can read was sent
-// on that side of the time.
-func (r *Resolver) seqAtTime(ctx context.Context, conversationID string, sendTime int64, direction *model.TimeDirection) (*int64, error) {
-	h, err := r.historyOf(ctx)
-	if err != nil {
-		return nil, err
-	}
-	dir := history.AtOrAfter
-	if direction != nil && *direction == model.TimeDirectionAtOrBefore {
-		dir = history.AtOrBefore
-	}
-	seq, ok, err := h.SeqAtTime(ctx, conversationID, sendTime, dir)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return &seq, nil
-}
-
 // lastMessage answers Conversation.lastMessage: the message at the max seq, if visible.
 func (r *Resolver) lastMessage(ctx context.Context, conversationID string) (*model.Message, error) {
 	h, err := r.historyOf(ctx)

@@ -130,6 +130,25 @@ func checkJumps(t *testing.T, g *gatewaytest.Gateway, alice, bob, conv string, b
 		t.Errorf("around a seq not written yet: %+v, want NOT_FOUND", a)
 	}
 
+	// The same from the conversation list, whose nodes are written by their own writer.
+	var list struct {
+		Viewer struct {
+			Conversations struct {
+				Nodes []struct {
+					ID        string
+					SeqAtTime *int64
+					History   struct{ Messages []gatewaytest.Message }
+				}
+			}
+		}
+	}
+	g.Query(bob, `query($t: Int64!) { viewer { conversations { nodes { id seqAtTime(time: $t, direction: AT_OR_BEFORE)
+		history(aroundSeq: 500, limit: 3) { messages { seq } } } } } }`, map[string]any{"t": base + 555_500}, &list)
+	if ns := list.Viewer.Conversations.Nodes; len(ns) != 1 || ns[0].SeqAtTime == nil || *ns[0].SeqAtTime != 555 ||
+		len(ns[0].History.Messages) != 3 || ns[0].History.Messages[1].Seq != 500 {
+		t.Errorf("conversation list: %+v, want seqAtTime 555 and a page 499..501", ns)
+	}
+
 	for _, tc := range []struct {
 		what   string
 		token  string
