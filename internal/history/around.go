@@ -44,8 +44,9 @@ func (r Reader) aroundPage(ctx context.Context, conversationID string, q PageQue
 		if err := im.ValidateSeq(*q.AroundSeq); err != nil {
 			return Page{}, err
 		}
-	} else if *q.AroundClientMsgID == "" {
-		return Page{}, im.Errorf(im.EINVALID, "aroundClientMsgID must not be empty")
+	} else if id := *q.AroundClientMsgID; id == "" || len(id) > im.MaxClientMsgIDLength {
+		// No message can have such an ID: a send refuses it.
+		return Page{}, im.Errorf(im.EINVALID, "aroundClientMsgID must be 1 to %d bytes", im.MaxClientMsgIDLength)
 	}
 	st, err := r.States.LoadState(ctx, conversationID)
 	if err != nil {

@@ -3,6 +3,7 @@ package history_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/msggate/msggate/internal/history"
@@ -118,6 +119,7 @@ func TestAroundPageRefusals(t *testing.T) {
 		{"with afterSeq", im.SeqState{MaxSeq: 300}, history.PageQuery{AroundClientMsgID: ptr("c5"), AfterSeq: ptr(int64(1))}, im.EINVALID},
 		{"both around arguments", im.SeqState{MaxSeq: 300}, history.PageQuery{AroundSeq: ptr(int64(5)), AroundClientMsgID: ptr("c5")}, im.EINVALID},
 		{"empty client message ID", im.SeqState{MaxSeq: 300}, history.PageQuery{AroundClientMsgID: ptr("")}, im.EINVALID},
+		{"client message ID too long", im.SeqState{MaxSeq: 300}, history.PageQuery{AroundClientMsgID: ptr(strings.Repeat("x", im.MaxClientMsgIDLength+1))}, im.EINVALID},
 		{"limit above the bound", im.SeqState{MaxSeq: 300}, history.PageQuery{AroundSeq: ptr(int64(5)), Limit: ptr(im.MaxHistoryLimit + 1)}, im.ELIMIT},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
