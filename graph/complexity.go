@@ -33,7 +33,7 @@ func priceLists(c *ComplexityRoot) {
 	c.Mutation.DeleteMessages = func(child int, _ string, seqs []int64, _ *bool) int {
 		return itemsCost(len(seqs), child)
 	}
-	c.Conversation.History = func(child int, _, _ *int64, limit *int) int {
+	c.Conversation.History = func(child int, _, _ *int64, limit *int, _ *int64, _ *string) int {
 		return pageCost(orDefault(limit, im.DefaultHistoryLimit), child)
 	}
 	c.Viewer.Conversations = func(child int, first *int, _ *string) int {

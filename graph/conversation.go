@@ -51,7 +51,7 @@ func (r *Resolver) historyOf(ctx context.Context) (history.Reader, error) {
 		return history.Reader{}, err
 	}
 	l := loadersFrom(ctx)
-	return history.Reader{Viewer: viewer.UserID, Chunks: l, States: l, Adjust: r.AdjustViews}, nil
+	return history.Reader{Viewer: viewer.UserID, Chunks: l, States: l, Adjust: r.AdjustViews, ClientMsgs: r.ClientMsgs}, nil
 }
 
 // messagesBySeq answers Query.messages. Bad seqs are refused before membership is asked.
@@ -75,12 +75,12 @@ func (r *Resolver) messagesBySeq(ctx context.Context, conversationID string, seq
 }
 
 // historyPage answers Conversation.history.
-func (r *Resolver) historyPage(ctx context.Context, conversationID string, beforeSeq, afterSeq *int64, limit *int) (*model.History, error) {
+func (r *Resolver) historyPage(ctx context.Context, conversationID string, q history.PageQuery) (*model.History, error) {
 	h, err := r.historyOf(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p, err := h.Page(ctx, conversationID, history.PageQuery{BeforeSeq: beforeSeq, AfterSeq: afterSeq, Limit: limit})
+	p, err := h.Page(ctx, conversationID, q)
 	if err != nil {
 		return nil, err
 	}

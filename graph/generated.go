@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -40,13 +41,14 @@ type DirectiveRoot struct {
 
 type ComplexityRoot struct {
 	Conversation struct {
-		History     func(childComplexity int, beforeSeq *int64, afterSeq *int64, limit *int) int
+		History     func(childComplexity int, beforeSeq *int64, afterSeq *int64, limit *int, aroundSeq *int64, aroundClientMsgID *string) int
 		ID          func(childComplexity int) int
 		Kind        func(childComplexity int) int
 		LastMessage func(childComplexity int) int
 		MaxSeq      func(childComplexity int) int
 		MinSeq      func(childComplexity int) int
 		ReadSeq     func(childComplexity int) int
+		SeqAtTime   func(childComplexity int, time int64, direction *model.TimeDirection) int
 		UnreadCount func(childComplexity int) int
 	}
 
@@ -172,7 +174,8 @@ type ConversationResolver interface {
 	ReadSeq(ctx context.Context, obj *model.Conversation) (int64, error)
 	UnreadCount(ctx context.Context, obj *model.Conversation) (int64, error)
 	LastMessage(ctx context.Context, obj *model.Conversation) (*model.Message, error)
-	History(ctx context.Context, obj *model.Conversation, beforeSeq *int64, afterSeq *int64, limit *int) (*model.History, error)
+	History(ctx context.Context, obj *model.Conversation, beforeSeq *int64, afterSeq *int64, limit *int, aroundSeq *int64, aroundClientMsgID *string) (*model.History, error)
+	SeqAtTime(ctx context.Context, obj *model.Conversation, time int64, direction *model.TimeDirection) (*int64, error)
 }
 type MutationResolver interface {
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*model.Message, error)
@@ -225,7 +228,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Conversation.History(childComplexity, args["beforeSeq"].(*int64), args["afterSeq"].(*int64), args["limit"].(*int)), true
+		return e.ComplexityRoot.Conversation.History(childComplexity, args["beforeSeq"].(*int64), args["afterSeq"].(*int64), args["limit"].(*int), args["aroundSeq"].(*int64), args["aroundClientMsgID"].(*string)), true
 	case "Conversation.id":
 		if e.ComplexityRoot.Conversation.ID == nil {
 			break
@@ -262,6 +265,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.ReadSeq(childComplexity), true
+	case "Conversation.seqAtTime":
+		if e.ComplexityRoot.Conversation.SeqAtTime == nil {
+			break
+		}
+
+		args, err := ec.field_Conversation_seqAtTime_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Conversation.SeqAtTime(childComplexity, args["time"].(int64), args["direction"].(*model.TimeDirection)), true
 	case "Conversation.unreadCount":
 		if e.ComplexityRoot.Conversation.UnreadCount == nil {
 			break
@@ -895,6 +909,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_lastMessage(ctx, field)
 	case "history":
 		return ec.fieldContext_Conversation_history(ctx, field)
+	case "seqAtTime":
+		return ec.fieldContext_Conversation_seqAtTime(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
 }
@@ -1220,6 +1236,44 @@ func (ec *executionContext) field_Conversation_history_args(ctx context.Context,
 		return nil, err
 	}
 	args["limit"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "aroundSeq",
+		func(ctx context.Context, v any) (*int64, error) {
+			return ec.unmarshalOInt642ᚖint64(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["aroundSeq"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "aroundClientMsgID",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["aroundClientMsgID"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Conversation_seqAtTime_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "time",
+		func(ctx context.Context, v any) (int64, error) {
+			return ec.unmarshalNInt642int64(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["time"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "direction",
+		func(ctx context.Context, v any) (*model.TimeDirection, error) {
+			return ec.unmarshalOTimeDirection2ᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐTimeDirection(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["direction"] = arg1
 	return args, nil
 }
 
@@ -1739,7 +1793,7 @@ func (ec *executionContext) _Conversation_history(ctx context.Context, field gra
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Conversation().History(ctx, obj, fc.Args["beforeSeq"].(*int64), fc.Args["afterSeq"].(*int64), fc.Args["limit"].(*int))
+			return ec.Resolvers.Conversation().History(ctx, obj, fc.Args["beforeSeq"].(*int64), fc.Args["afterSeq"].(*int64), fc.Args["limit"].(*int), fc.Args["aroundSeq"].(*int64), fc.Args["aroundClientMsgID"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.History) graphql.Marshaler {
@@ -1767,6 +1821,50 @@ func (ec *executionContext) fieldContext_Conversation_history(ctx context.Contex
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Conversation_history_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Conversation_seqAtTime(ctx context.Context, field graphql.CollectedField, obj *model.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_seqAtTime(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Conversation().SeqAtTime(ctx, obj, fc.Args["time"].(int64), fc.Args["direction"].(*model.TimeDirection))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt642ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_seqAtTime(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Conversation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Int64 does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Conversation_seqAtTime_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -5076,6 +5174,12 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Conversation_history(ctx, field, obj)
 				})
+		case "seqAtTime":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Conversation_seqAtTime(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -6925,6 +7029,22 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	_ = ctx
 	res := graphql.MarshalString(*v)
 	return res
+}
+
+func (ec *executionContext) unmarshalOTimeDirection2ᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐTimeDirection(ctx context.Context, v any) (*model.TimeDirection, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.TimeDirection)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOTimeDirection2ᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐTimeDirection(ctx context.Context, sel ast.SelectionSet, v *model.TimeDirection) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) graphql.Marshaler {

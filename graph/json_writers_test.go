@@ -26,6 +26,16 @@ func selectEverything(schema *ast.Schema, typ string) string {
 			continue
 		}
 		b.WriteString(" " + f.Name)
+		// A field with required arguments gets zero values for them (seqAtTime(time: 0)).
+		var required []string
+		for _, a := range f.Arguments {
+			if a.Type.NonNull && a.DefaultValue == nil {
+				required = append(required, a.Name+": 0")
+			}
+		}
+		if len(required) > 0 {
+			b.WriteString("(" + strings.Join(required, ", ") + ")")
+		}
 		if def := schema.Types[f.Type.Name()]; def.Kind == ast.Object {
 			b.WriteString(" " + selectEverything(schema, def.Name))
 		}

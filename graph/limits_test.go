@@ -156,6 +156,9 @@ func TestComplexityExamples(t *testing.T) {
 	}{
 		{"1000 seqs, every field", `{ messages(conversationID: "x", seqs: [` + allSeqs.String() + `]) { ` + everyField + ` } }`, 2001, 2001},
 		{"history of 200, every field", `{ conversation(id: "x") { maxSeq history(limit: 200) { messages { ` + everyField + ` } hasMoreBefore } } }`, 402, 402},
+		{"history of 200 around a seq, every field", `{ conversation(id: "x") { maxSeq history(aroundSeq: 7, limit: 200) { messages { ` + everyField + ` } hasMoreBefore } } }`, 402, 402},
+		{"history of 200 around a client message ID", `{ conversation(id: "x") { history(aroundClientMsgID: "q", limit: 200) { messages { seq } } } }`, 202, 202},
+		{"default history around a seq", `{ conversation(id: "x") { history(aroundSeq: 7) { messages { seq } } } }`, 52, 52},
 		{"100 conversations with 20 messages each", `{ viewer { conversations(first: 100) { nodes { id unreadCount
 			lastMessage { seq content } history(limit: 20) { messages { seq content revoke { userID } } } } pageInfo { endCursor } } } }`, 4402, 4402},
 		{"100 conversations with 50 messages each", `{ viewer { conversations(first: 100) { nodes {

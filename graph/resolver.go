@@ -30,6 +30,9 @@ type Resolver struct {
 	// AdjustViews is given to every history read (see history.Reader.Adjust); nil for
 	// msggate's own store.
 	AdjustViews history.AdjustFunc
+	// ClientMsgs finds messages by client message ID (history(aroundClientMsgID:)); nil: the
+	// store keeps no such index, and those pages answer UNSUPPORTED.
+	ClientMsgs history.ClientMsgIndex
 	// Ingester is the write path; nil makes every mutation answer READ_ONLY.
 	Ingester *ingest.Ingester
 	// Hub serves subscriptions; nil switches them off.

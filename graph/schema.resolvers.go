@@ -9,6 +9,7 @@ import (
 	"context"
 
 	"github.com/msggate/msggate/graph/model"
+	"github.com/msggate/msggate/internal/history"
 )
 
 // Kind is the resolver for the kind field.
@@ -46,8 +47,14 @@ func (r *conversationResolver) LastMessage(ctx context.Context, obj *model.Conve
 }
 
 // History is the resolver for the history field.
-func (r *conversationResolver) History(ctx context.Context, obj *model.Conversation, beforeSeq *int64, afterSeq *int64, limit *int) (*model.History, error) {
-	return r.historyPage(ctx, obj.ID, beforeSeq, afterSeq, limit)
+func (r *conversationResolver) History(ctx context.Context, obj *model.Conversation, beforeSeq *int64, afterSeq *int64, limit *int, aroundSeq *int64, aroundClientMsgID *string) (*model.History, error) {
+	return r.historyPage(ctx, obj.ID, history.PageQuery{BeforeSeq: beforeSeq, AfterSeq: afterSeq, Limit: limit,
+		AroundSeq: aroundSeq, AroundClientMsgID: aroundClientMsgID})
+}
+
+// SeqAtTime is the resolver for the seqAtTime field.
+func (r *conversationResolver) SeqAtTime(ctx context.Context, obj *model.Conversation, time int64, direction *model.TimeDirection) (*int64, error) {
+	return r.seqAtTime(ctx, obj.ID, time, direction)
 }
 
 // SendMessage is the resolver for the sendMessage field.

@@ -99,7 +99,7 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 			}
 		}
 	}
-	if len(toResolve) == 0 || !sel.lastMessage && len(sel.histories) == 0 {
+	if len(toResolve) == 0 || !sel.lastMessage && len(sel.histories) == 0 && len(sel.timeSearches) == 0 {
 		return out, nil
 	}
 	nodeOf := func(k int) *model.ConversationNode {
@@ -131,6 +131,11 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 			return nil, err
 		}
 	}
+	for _, f := range sel.timeSearches {
+		if err := seqsAtTimeOf(ctx, h, f, out.Resolved); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 
@@ -138,6 +143,8 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 type nodeSelection struct {
 	lastMessage bool
 	histories   []graphql.CollectedField
+	// timeSearches are the seqAtTime fields (seq_at_time.go).
+	timeSearches []graphql.CollectedField
 	// shape keys the nodes' rendering in RenderedNodes (shapeOf); nil when the page asks for
 	// nodes more than once (under aliases) or in a way that cannot be remembered.
 	shape *ast.Field
@@ -165,6 +172,8 @@ func nodeFieldsSelected(ctx context.Context, remember bool) nodeSelection {
 				sel.lastMessage = true
 			case "history":
 				sel.histories = append(sel.histories, nf)
+			case "seqAtTime":
+				sel.timeSearches = append(sel.timeSearches, nf)
 			}
 		}
 	}
@@ -178,7 +187,7 @@ func nodeFieldsSelected(ctx context.Context, remember bool) nodeSelection {
 func historiesOf(ctx context.Context, h history.Reader, f graphql.CollectedField, nodes []model.ConversationNode) error {
 	args := f.ArgumentMap(graphql.GetOperationContext(ctx).Variables)
 	var q history.PageQuery
-	for name, dst := range map[string]**int64{"beforeSeq": &q.BeforeSeq, "afterSeq": &q.AfterSeq} {
+	for name, dst := range map[string]**int64{"beforeSeq": &q.BeforeSeq, "afterSeq": &q.AfterSeq, "aroundSeq": &q.AroundSeq} {
 		if v, ok := args[name]; ok && v != nil {
 			n, err := model.UnmarshalInt64(v)
 			if err != nil {
@@ -193,6 +202,13 @@ func historiesOf(ctx context.Context, h history.Reader, f graphql.CollectedField
 			return err
 		}
 		q.Limit = &n
+	}
+	if v, ok := args["aroundClientMsgID"]; ok && v != nil {
+		id, err := graphql.UnmarshalString(v)
+		if err != nil {
+			return err
+		}
+		q.AroundClientMsgID = &id
 	}
 	pages := make([]*model.History, len(nodes))
 	errs := make([]error, len(nodes))

@@ -44,6 +44,9 @@ type ConversationNode struct {
 	// Histories are the node's history pages, one for each history field the query selected
 	// (aliases may ask several), by that field.
 	Histories map[*ast.Field]*History
+	// SeqsAtTime are the node's answers to each seqAtTime field the query selected, by that
+	// field: nil for null.
+	SeqsAtTime map[*ast.Field]*int64
 	// Rendered, when set, is the node's JSON for the connection's RenderedFor field, from an
 	// earlier request; the other fields are then unset.
 	Rendered []byte
@@ -140,6 +143,15 @@ func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *
 					return nil, unknownField("Conversation", "history (not resolved)")
 				}
 				return appendHistory(b, oc, innerOf[nf.Alias], h)
+			case "seqAtTime":
+				seq, ok := n.SeqsAtTime[nf.Field]
+				if !ok {
+					return nil, unknownField("Conversation", "seqAtTime (not resolved)")
+				}
+				if seq == nil {
+					return append(b, "null"...), nil
+				}
+				b = strconv.AppendInt(b, *seq, 10)
 			default:
 				return nil, unknownField("Conversation", nf.Name)
 			}

@@ -330,3 +330,61 @@ func (e SyncEventType) MarshalJSON() ([]byte, error) {
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
 }
+
+// Which message Conversation.seqAtTime answers for a time.
+type TimeDirection string
+
+const (
+	// The first message sent at or after the time.
+	TimeDirectionAtOrAfter TimeDirection = "AT_OR_AFTER"
+	// The last message sent at or before the time.
+	TimeDirectionAtOrBefore TimeDirection = "AT_OR_BEFORE"
+)
+
+var AllTimeDirection = []TimeDirection{
+	TimeDirectionAtOrAfter,
+	TimeDirectionAtOrBefore,
+}
+
+func (e TimeDirection) IsValid() bool {
+	switch e {
+	case TimeDirectionAtOrAfter, TimeDirectionAtOrBefore:
+		return true
+	}
+	return false
+}
+
+func (e TimeDirection) String() string {
+	return string(e)
+}
+
+func (e *TimeDirection) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = TimeDirection(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid TimeDirection", str)
+	}
+	return nil
+}
+
+func (e TimeDirection) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *TimeDirection) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e TimeDirection) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}

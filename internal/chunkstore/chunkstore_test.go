@@ -3,6 +3,7 @@ package chunkstore_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -698,6 +699,27 @@ func TestClientMsgIDsAndGroups(t *testing.T) {
 		found, err = e.store.FindClientMsgSeqs(e.ctx, []chunkstore.ClientMsgKey{k1, k2, bobs})
 		if err != nil || found[k1].Seq != 7 || found[k2].Seq != 12 || found[bobs].Seq != 11 {
 			t.Fatalf("after move: %v, %v; want k1 at 7, k2 at 12, bob's c1 at 11", found, err)
+		}
+
+		// By conversation and ID alone (a quote carries no sender): every sender's claim,
+		// newest first, none of another conversation's.
+		seqs, err := e.store.FindClientMsgIDSeqs(e.ctx, conv, "c1")
+		if err != nil || !slices.Equal(seqs, []int64{11, 7}) {
+			t.Fatalf("claims of c1 = %v, %v; want [11 7]", seqs, err)
+		}
+		if seqs, err := e.store.FindClientMsgIDSeqs(e.ctx, conv, "c9"); err != nil || len(seqs) != 0 {
+			t.Fatalf("claims of an unknown ID = %v, %v; want none", seqs, err)
+		}
+		crowd := map[chunkstore.ClientMsgKey]int64{}
+		for i := range im.MaxClientMsgIDSeqs + 5 {
+			crowd[chunkstore.ClientMsgKey{ConversationID: conv, SendID: fmt.Sprintf("u%d", i), ClientMsgID: "same"}] = int64(100 + i)
+		}
+		if _, err := e.store.ClaimClientMsgIDs(e.ctx, crowd); err != nil {
+			t.Fatal(err)
+		}
+		seqs, err = e.store.FindClientMsgIDSeqs(e.ctx, conv, "same")
+		if err != nil || len(seqs) != im.MaxClientMsgIDSeqs || seqs[0] != 100+im.MaxClientMsgIDSeqs+4 || !slices.IsSortedFunc(seqs, func(a, b int64) int { return int(b - a) }) {
+			t.Fatalf("claims of an ID %d senders share = %v, %v; want the newest %d, newest first", len(crowd), seqs, err, im.MaxClientMsgIDSeqs)
 		}
 	})
 

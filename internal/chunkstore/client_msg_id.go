@@ -283,3 +283,57 @@ func hasDocuments(ctx context.Context, c *mongo.Collection) (bool, error) {
 	}
 	return false, storeError("look for client message ids of an earlier version", err)
 }
+
+// createClientMsgIDIndex lets a message be found by its conversation and client message ID
+// alone, whoever sent it (FindClientMsgIDSeqs): not unique, as two senders may pick one ID.
+// With seq, newest first, so that MongoDB reads the newest claims first and stops at the
+// limit. (FerretDB on SQLite keeps the index but filters by its own means: see
+// FindClientMsgIDSeqs.)
+func createClientMsgIDIndex(ctx context.Context, c *mongo.Collection) error {
+	_, err := c.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{
+		{Key: "conversation_id", Value: 1}, {Key: "client_msg_id", Value: 1}, {Key: "seq", Value: -1}}})
+	return err
+}
+
+// FindClientMsgIDSeqs returns the seqs claimed for clientMsgID in the conversation by any
+// sender, newest first, at most im.MaxClientMsgIDSeqs of them, and,
+// in a store of an earlier version, the seq CollectionClientMsgID holds for it. They are
+// claims: the caller checks the message in each slot. On MongoDB the lookup is the index
+// createClientMsgIDIndex makes; FerretDB 1.24 on SQLite hands SQLite only filters on _id, so
+// there it reads the collection's claims (never a chunk) and grows with their number.
+func (s *Store) FindClientMsgIDSeqs(ctx context.Context, conversationID, clientMsgID string) ([]int64, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	cur, err := s.clientMsgKeys.Find(ctx,
+		bson.D{{Key: "conversation_id", Value: conversationID}, {Key: "client_msg_id", Value: clientMsgID}},
+		options.Find().SetSort(bson.D{{Key: "seq", Value: -1}}).SetLimit(im.MaxClientMsgIDSeqs).
+			SetProjection(bson.D{{Key: "seq", Value: 1}}))
+	if err != nil {
+		return nil, storeError("find client message id", err)
+	}
+	var docs []struct {
+		Seq int64 `bson:"seq"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, storeError("find client message id", err)
+	}
+	out := make([]int64, 0, len(docs)+1)
+	for _, d := range docs {
+		out = append(out, d.Seq)
+	}
+	if !s.senderlessClientMsgIDs {
+		return out, nil
+	}
+	k := ClientMsgKey{ConversationID: conversationID, ClientMsgID: clientMsgID}
+	older, err := s.findSenderlessClientMsgSeqs(ctx, []ClientMsgKey{k})
+	if err != nil {
+		return nil, err
+	}
+	if seq, ok := older[senderlessKey{conversationID, clientMsgID}]; ok && len(out) < im.MaxClientMsgIDSeqs {
+		out = append(out, seq)
+	}
+	return out, nil
+}

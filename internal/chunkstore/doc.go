@@ -30,7 +30,9 @@
 //	               {_id: "<conversationID>|<sendID>|<clientMsgID>", conversation_id, send_id,
 //	               client_msg_id, seq}; unique index on the three fields. A retried send finds its
 //	               original seq here instead of storing a duplicate; the sender is part of the key,
-//	               so a send with another sender's ID finds nothing (client_msg_id.go).
+//	               so a send with another sender's ID finds nothing (client_msg_id.go). A second
+//	               index, not unique, on (conversation_id, client_msg_id, seq descending) finds a
+//	               message by its ID alone, whoever sent it (FindClientMsgIDSeqs).
 //	msg_client_id  the same, as versions before msg_client_key wrote it, without the sender:
 //	               {_id: "<conversationID>|<clientMsgID>", conversation_id, client_msg_id, seq};
 //	               unique index on both fields. Read, never written: a key with no document in

@@ -496,6 +496,9 @@ func TestClientMsgIDsOfAnEarlierVersion(t *testing.T) {
 			if err != nil || found[bob] != unowned || found[carol] != (chunkstore.ClientMsgSeq{Seq: 6}) {
 				t.Fatalf("after carol's claim: %v, %v; want bob at 5 unowned, carol at 6 her own", found, err)
 			}
+			if seqs, err := store.FindClientMsgIDSeqs(ctx, group, "x|1"); err != nil || !slices.Equal(seqs, []int64{6, 5}) {
+				t.Fatalf("claims of x|1 by any sender = %v, %v; want carol's 6, then the old 5", seqs, err)
+			}
 			n, err := db.Collection(chunkstore.CollectionClientMsgID).CountDocuments(ctx, bson.D{})
 			if d := rawDoc(t, db, chunkstore.CollectionClientMsgID, bson.D{{Key: "conversation_id", Value: group}}); err != nil || n != 1 || d["seq"] != int64(5) {
 				t.Fatalf("%s holds %d documents (%v), the old one %v; want it alone and unchanged", chunkstore.CollectionClientMsgID, n, err, d)

@@ -125,6 +125,9 @@ func open(ctx context.Context, db *mongo.Database, opts Options) (*Store, error)
 	if err := createOutboxIndex(ctx, s.outbox); err != nil {
 		return nil, storeError("create indexes", err)
 	}
+	if err := createClientMsgIDIndex(ctx, s.clientMsgKeys); err != nil {
+		return nil, storeError("create indexes", err)
+	}
 	ferret, err := isFerretDB(ctx, db.Client())
 	if err != nil {
 		return nil, err

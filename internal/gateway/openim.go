@@ -86,7 +86,10 @@ func (g *Gateway) readPath() readPath {
 			// MongoDB, and only OpenIM knows when an entry goes stale.
 			Chunks:      history.ChunkFunc(s.FindChunks),
 			AdjustViews: openIMQuotes,
-			Logger:      g.Logger,
+			// No ClientMsgs: OpenIM keeps a message's client message ID only inside its chunk,
+			// with no index on it, and a search of the chunks has no bound, so pages around a
+			// client message ID answer UNSUPPORTED (docs/openim.md).
+			Logger: g.Logger,
 		}
 		if g.FollowerLog != nil {
 			r.Sync, r.Hub = g.FollowerLog, g.Hub
@@ -108,10 +111,11 @@ func (g *Gateway) readPath() readPath {
 	cached.ObserveCache = g.Metrics.ObserveChunkCache
 	return readPath{
 		resolver: &graph.Resolver{
-			Ledger:   g.Ledger,
-			Chunks:   &history.Chunks{Store: cached, Memory: g.ChunkMemory},
-			Ingester: g.Ingest,
-			Hub:      g.Hub,
+			Ledger:     g.Ledger,
+			Chunks:     &history.Chunks{Store: cached, Memory: g.ChunkMemory},
+			ClientMsgs: g.Store,
+			Ingester:   g.Ingest,
+			Hub:        g.Hub,
 			// OpenIM's states carry no chunks version, so its nodes could not be remembered.
 			RenderedNodes: g.renderedNodes(),
 			Logger:        g.Logger,

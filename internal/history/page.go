@@ -15,6 +15,12 @@ type PageQuery struct {
 	// Limit is the most seqs the page holds; nil: im.DefaultHistoryLimit. At most
 	// im.MaxHistoryLimit.
 	Limit *int
+	// AroundSeq, or AroundClientMsgID (the newest message the viewer can read with that client
+	// message ID), centres the page on one message: it and (Limit-1)/2 seqs after it, the rest
+	// before it, shifted to fill the page where either end of the viewer's window comes first.
+	// At most one of them, and neither with BeforeSeq or AfterSeq.
+	AroundSeq         *int64
+	AroundClientMsgID *string
 }
 
 // Page is one page of history, in ascending seq order.
@@ -32,6 +38,13 @@ func (r Reader) Page(ctx context.Context, conversationID string, q PageQuery) (P
 	limit, err := im.PageSize("history limit", q.Limit, im.DefaultHistoryLimit, im.MaxHistoryLimit)
 	if err != nil {
 		return Page{}, err
+	}
+	if q.AroundSeq != nil || q.AroundClientMsgID != nil {
+		if q.AroundSeq != nil && q.AroundClientMsgID != nil || q.BeforeSeq != nil || q.AfterSeq != nil {
+			return Page{}, im.Errorf(im.EINVALID,
+				"a page around a message takes one of aroundSeq and aroundClientMsgID, and neither beforeSeq nor afterSeq")
+		}
+		return r.aroundPage(ctx, conversationID, q, limit)
 	}
 	var before, after int64
 	for _, b := range []struct {

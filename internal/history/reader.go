@@ -21,6 +21,10 @@ type Reader struct {
 	// message); it may read further chunks through the Reader's chunk source. nil: msggate's
 	// own view.
 	Adjust AdjustFunc
+	// ClientMsgs finds messages by client message ID for pages around one
+	// (PageQuery.AroundClientMsgID); nil: the store keeps no such index, and those pages
+	// answer im.EUNSUPPORTED.
+	ClientMsgs ClientMsgIndex
 }
 
 // AdjustFunc changes views in place for viewer (see Reader.Adjust).

@@ -16,6 +16,10 @@ const (
 	MaxAtUsers = 200
 	// MaxClientMsgIDLength bounds the client's idempotency key.
 	MaxClientMsgIDLength = 128
+	// MaxClientMsgIDSeqs bounds the seqs one lookup of a client message ID in a conversation
+	// answers, whoever sent them, and so the chunks read to check them: IDs are picked by
+	// clients, and a crowd of senders could share one on purpose.
+	MaxClientMsgIDSeqs = 16
 	// MaxSyncEvents bounds the events of one syncDifference page.
 	MaxSyncEvents = 1000
 	// DefaultSyncEvents is the syncDifference page size when the client gives none.
