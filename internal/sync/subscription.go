@@ -78,8 +78,8 @@ type Hub struct {
 	// make them were taken, so a late unsubscribe never cancels a newer subscribe.
 	channels channelLocks
 	mu       gosync.Mutex
-	users  map[string]map[*Subscription]struct{}
-	groups map[string]map[*Subscription]struct{}
+	users    map[string]map[*Subscription]struct{}
+	groups   map[string]map[*Subscription]struct{}
 	// live counts the subscriptions past their first catch-up.
 	live atomic.Int64
 	// catchups holds a token for each subscription reading its logs (HubOptions.Catchups).
