@@ -142,7 +142,11 @@ func (admissionCheck) Validate(graphql.ExecutableSchema) error { return nil }
 // rather than being refused half-way, which would waste what it did before.
 func (a admissionCheck) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	opCtx := graphql.GetOperationContext(ctx)
-	if opCtx.Operation == nil {
+	if opCtx.Operation == nil || opCtx.Operation.Operation == ast.Subscription {
+		// A subscription is paced, not refused: its start retries what Redis refuses after the
+		// hint, spread out (sync.Subscription.Run), while the device waits on its open
+		// connection. Refused here, every device of a reconnect storm would reconnect
+		// and subscribe again, each time through the whole connection set-up.
 		return next(ctx)
 	}
 	// The request's deadline is kept aside until its root fields run (withDeadline,

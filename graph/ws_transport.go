@@ -1,11 +1,14 @@
 package graph
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	gosync "sync"
 	"time"
@@ -65,7 +68,7 @@ func (*wsTransport) Supports(r *http.Request) bool { return r.Header.Get("Upgrad
 
 // Do serves one connection until it closes.
 func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{protocolTransportWS, protocolLegacyWS}})
+	conn, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{Subprotocols: []string{protocolTransportWS, protocolLegacyWS}})
 	if err != nil {
 		return // Accept answered the request
 	}
@@ -106,6 +109,37 @@ func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 		}()
 		c.serve()
 	}()
+}
+
+// wsBufferSize is the size of a connection's read and write buffers. net/http hands a
+// hijacked connection over with 4 KiB buffers each, which an idle connection holds for good;
+// msggate's messages are a few hundred bytes, and a longer one is read or written past the
+// buffer, straight from or to the socket.
+const wsBufferSize = 512
+
+// smallBuffers is the response writer the WebSocket library hijacks: the connection it gets
+// has wsBufferSize buffers instead of net/http's.
+type smallBuffers struct{ http.ResponseWriter }
+
+func (w smallBuffers) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	// What the client sent past the upgrade request is in net/http's buffer. It goes into the
+	// new buffer (a copy, so that the large one is not kept for it): the WebSocket library
+	// keeps what is buffered and reads the rest from the connection itself.
+	n := brw.Reader.Buffered()
+	early, _ := brw.Reader.Peek(n)
+	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(early)), conn), max(wsBufferSize, n))
+	if _, err := br.Peek(n); err != nil {
+		_ = conn.Close()
+		return nil, nil, err
+	}
+	// net/http has written the 101 answer by the time it hijacks: its writer holds nothing.
+	return conn, bufio.NewReadWriter(br, bufio.NewWriterSize(conn, wsBufferSize)), nil
 }
 
 // finish ends the connection: its operations, its timers, and the socket, once a close

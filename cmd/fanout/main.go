@@ -1,10 +1,11 @@
-// Command fanout measures one message to a big group (internal/fanout): N devices, one per
-// member of an N-member group, connected over WebSocket to K gateway processes; it sends M
-// messages to the group and prints what each cost in Redis, how long the devices waited for
-// it and what each idle device holds in the gateway.
+// Command fanout measures a reconnect storm and one message to a big group (internal/fanout):
+// N devices of the members of a group dial K gateway processes over WebSocket all at once; it
+// waits until every subscription is live, sends M messages to the group and prints how long
+// the start took, what each message cost in Redis, how long the devices waited for it and
+// what each idle device holds in the gateway (resident memory, heap, goroutines).
 //
-//	go run ./cmd/fanout [-devices N] [-instances 1|2] [-messages M] [-interval D] [-settle D]
-//	    [-dir D] [-gateway PATH]
+//	go run ./cmd/fanout [-devices N] [-members M] [-store ferretdb|embedded] [-instances 1|2]
+//	    [-messages M] [-interval D] [-settle D] [-dir D] [-gateway PATH]
 //
 // The gateways, and the `group` run that makes the group, are msggate itself: built from this
 // checkout into the run's directory first (go build), or the binary -gateway names. The store
@@ -29,7 +30,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o := fanout.Options{Out: stdout}
 	fs := flag.NewFlagSet("fanout", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&o.Devices, "devices", fanout.DefaultDevices, "devices, each of one member of the group (the group's size)")
+	fs.IntVar(&o.Devices, "devices", fanout.DefaultDevices, "devices, all dialling at once (as after a gateway restart), spread round-robin over the members")
+	fs.IntVar(&o.Members, "members", 0, "members of the group, at most 5000 (default: -devices, one device each)")
+	fs.StringVar(&o.Store, "store", fanout.StoreFerretDB, "the gateways' store: "+fanout.StoreFerretDB+" (one FerretDB process) or "+fanout.StoreEmbedded+" (the gateway's embedded store, one instance)")
 	fs.IntVar(&o.Instances, "instances", fanout.DefaultInstances, "gateway processes the devices are spread over")
 	fs.IntVar(&o.Messages, "messages", fanout.DefaultMessages, "messages sent to the group")
 	fs.DurationVar(&o.Interval, "interval", fanout.DefaultInterval, "time between two sends")

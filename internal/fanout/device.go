@@ -32,8 +32,12 @@ type device struct {
 
 	mu      sync.Mutex
 	arrived map[int64]time.Time // seq -> when its NEW_MESSAGE was read
-	ended   error               // why the connection ended before the bench closed it
-	conn    *websocket.Conn
+	ended   error               // why the device gave up before the bench closed it
+	// reconnects counts the times its connection or subscription ended before the bench
+	// closed it, and it connected again.
+	reconnects int
+	dropped    error // why it last had to
+	conn       *websocket.Conn
 }
 
 type wsMessage struct {
@@ -42,9 +46,9 @@ type wsMessage struct {
 	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
-// connect opens the device's WebSocket, authenticates and subscribes, retrying refusals
-// (429 or 503 to the upgrade, a 1013 close) after the gateway's hint, then reads its events
-// until ctx ends.
+// connect opens the device's WebSocket, authenticates and subscribes, retrying what fails
+// (after the gateway's hint for a 429 or 503 to the upgrade or a 1013 close), then reads its
+// events until ctx ends.
 func (d *device) connect(ctx context.Context) error {
 	backoff := syncclient.Backoff{Min: 100 * time.Millisecond, Max: 3 * time.Second}
 	deadline := time.Now().Add(connectWithin)
@@ -57,16 +61,17 @@ func (d *device) connect(ctx context.Context) error {
 			go d.read(ctx, conn)
 			return nil
 		}
+		// A client reconnecting after a gateway restart tries again whatever went wrong (a
+		// dial refused while the listen queue is full, a slow upgrade), sooner when told.
+		hint := time.Duration(0)
 		var refused *refusal
-		hint, isRefusal := time.Duration(0), false
 		switch {
 		case errors.As(err, &refused):
-			hint, isRefusal = refused.retryAfter, true
+			hint = refused.retryAfter
 		case syncclient.IsRefusal(err):
 			hint, _ = syncclient.RetryAfter(err)
-			isRefusal = true
 		}
-		if !isRefusal || time.Now().After(deadline) {
+		if ctx.Err() != nil || time.Now().After(deadline) {
 			return fmt.Errorf("device of %s: %w", d.user, err)
 		}
 		select {
@@ -77,13 +82,34 @@ func (d *device) connect(ctx context.Context) error {
 	}
 }
 
-// refusal is an upgrade the gateway refused for now (429, 503).
+// refusal is an upgrade (429, 503) or a subscription the gateway refused for now.
 type refusal struct {
 	status     int
+	message    string // the subscription's error
 	retryAfter time.Duration
 }
 
-func (r *refusal) Error() string { return "upgrade refused: " + http.StatusText(r.status) }
+func (r *refusal) Error() string {
+	if r.message != "" {
+		return "subscription refused: " + r.message
+	}
+	return "upgrade refused: " + http.StatusText(r.status)
+}
+
+// subscriptionRefusal is the subscription's errors: a refusal with its hint when the first
+// has one (extensions.retryAfterMs).
+func subscriptionRefusal(errs json.RawMessage) error {
+	var list []struct {
+		Message    string `json:"message"`
+		Extensions struct {
+			RetryAfterMs int64 `json:"retryAfterMs"`
+		} `json:"extensions"`
+	}
+	if json.Unmarshal(errs, &list) != nil || len(list) == 0 {
+		return fmt.Errorf("the gateway ended the subscription: %.200s", errs)
+	}
+	return &refusal{message: list[0].Message, retryAfter: time.Duration(list[0].Extensions.RetryAfterMs) * time.Millisecond}
+}
 
 // subscribe dials, sends connection_init, waits for connection_ack and subscribes.
 func (d *device) subscribe(ctx context.Context) (*websocket.Conn, error) {
@@ -127,21 +153,47 @@ func (d *device) subscribe(ctx context.Context) (*websocket.Conn, error) {
 	return conn, nil
 }
 
-// read notes the arrival of each of the group's NEW_MESSAGE events and answers pings, until
-// the connection ends.
+// read notes the arrival of each of the group's NEW_MESSAGE events and answers pings until
+// the connection or its subscription ends; then, unless the bench ended it, the device
+// connects again, as a client does.
 func (d *device) read(ctx context.Context, conn *websocket.Conn) {
+	err := d.follow(ctx, conn)
+	_ = conn.CloseNow()
+	if ctx.Err() != nil {
+		return
+	}
+	d.mu.Lock()
+	d.reconnects++
+	d.dropped = err
+	d.mu.Unlock()
+	// Not sooner than the gateway said, and spread over half that again, as the reference
+	// client waits.
+	backoff := syncclient.Backoff{Min: 100 * time.Millisecond, Max: 3 * time.Second}
+	var refused *refusal
+	hint := time.Duration(0)
+	if errors.As(err, &refused) {
+		hint = refused.retryAfter
+	}
+	if !sleep(ctx, backoff.Next(hint)) {
+		return
+	}
+	if err := d.connect(ctx); err != nil {
+		d.end(ctx, err)
+	}
+}
+
+// follow reads conn until it or its subscription ends, and returns why.
+func (d *device) follow(ctx context.Context, conn *websocket.Conn) error {
 	for {
 		m, err := readMessage(ctx, conn)
 		if err != nil {
-			d.end(ctx, err)
-			return
+			return err
 		}
 		now := time.Now()
 		switch m.Type {
 		case "ping":
 			if err := writeMessage(ctx, conn, wsMessage{Type: "pong"}); err != nil {
-				d.end(ctx, err)
-				return
+				return err
 			}
 		case "next":
 			var p struct {
@@ -152,10 +204,13 @@ func (d *device) read(ctx context.Context, conn *websocket.Conn) {
 						Seq            int64  `json:"seq"`
 					} `json:"syncEvents"`
 				} `json:"data"`
+				Errors json.RawMessage `json:"errors"`
 			}
 			if err := json.Unmarshal(m.Payload, &p); err != nil {
-				d.end(ctx, fmt.Errorf("event payload: %w", err))
-				return
+				return fmt.Errorf("event payload: %w", err)
+			}
+			if len(p.Errors) > 0 && p.Data.SyncEvents == nil {
+				return subscriptionRefusal(p.Errors)
 			}
 			if ev := p.Data.SyncEvents; ev != nil && ev.Type == "NEW_MESSAGE" && ev.ConversationID == d.conv {
 				d.mu.Lock()
@@ -164,14 +219,15 @@ func (d *device) read(ctx context.Context, conn *websocket.Conn) {
 				}
 				d.mu.Unlock()
 			}
-		case "error", "complete":
-			d.end(ctx, fmt.Errorf("the gateway ended the subscription (%s: %.200s)", m.Type, m.Payload))
-			return
+		case "error":
+			return subscriptionRefusal(m.Payload)
+		case "complete":
+			return errors.New("the gateway completed the subscription")
 		}
 	}
 }
 
-// end notes why the connection ended, unless the bench ended it.
+// end notes why the device gave up, unless the bench ended it.
 func (d *device) end(ctx context.Context, err error) {
 	if ctx.Err() != nil {
 		return
@@ -193,11 +249,18 @@ func (d *device) closeNow() {
 	}
 }
 
-// gone reports whether the connection ended before the bench closed it: nothing more arrives.
+// gone reports whether the device gave up before the bench closed it: nothing more arrives.
 func (d *device) gone() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.ended != nil
+}
+
+// reconnected returns how many times the device connected again, and why it last had to.
+func (d *device) reconnected() (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.reconnects, d.dropped
 }
 
 // arrival returns when seq arrived, if it did.

@@ -38,7 +38,8 @@ var serveFlags = []string{
 }
 
 // startGateway starts instance name of command with its files under dir and waits until it
-// is ready (its store prepared).
+// is ready (its store prepared). An empty mongoURI runs it on its embedded store (FerretDB
+// on SQLite in its own process, under its data directory).
 func startGateway(ctx context.Context, name, dir string, command, env []string, mongoURI, redisURL string) (*instance, error) {
 	port, err := testenv.FreePort()
 	if err != nil {
@@ -46,8 +47,11 @@ func startGateway(ctx context.Context, name, dir string, command, env []string, 
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	g := &instance{name: name, url: "http://" + addr, log: filepath.Join(dir, name+".log"), done: make(chan struct{})}
-	argv := append(append(append([]string{}, command...), "serve", "-addr", addr, "-data-dir", filepath.Join(dir, name),
-		"-mongo-uri", mongoURI, "-redis-url", redisURL), serveFlags...)
+	argv := append(append([]string{}, command...), "serve", "-addr", addr, "-data-dir", filepath.Join(dir, name), "-redis-url", redisURL)
+	if mongoURI != "" {
+		argv = append(argv, "-mongo-uri", mongoURI)
+	}
+	argv = append(argv, serveFlags...)
 	logFile, err := os.Create(g.log)
 	if err != nil {
 		return nil, err
@@ -88,6 +92,26 @@ func startGateway(ctx context.Context, name, dir string, command, env []string, 
 			return nil, fmt.Errorf("%s was not ready within %s; its log (%s) ends with:\n%s", name, startWithin, g.log, tail(g.log, 20))
 		}
 	}
+}
+
+// rss returns the gateway process's resident memory as the kernel counts it (VmRSS): the
+// Go heap and stacks, and what the runtime has not returned yet, the binary's pages, and on
+// the embedded store the store's own memory.
+func (g *instance) rss() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", g.cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", g.name, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: VmRSS %q: %w", g.name, v, err)
+			}
+			return kib << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: /proc/%d/status has no VmRSS", g.name, g.cmd.Process.Pid)
 }
 
 // stop asks the gateway to shut down and kills it if it has not within ten seconds.

@@ -7,8 +7,16 @@ import (
 
 // Options are a run's parameters; the zero value of each takes its default.
 type Options struct {
-	// Devices is the group's size: one member, and one device, each.
+	// Devices is how many devices connect, all at once (as after a gateway restart), spread
+	// round-robin over the group's members.
 	Devices int
+	// Members is the group's size; default Devices (one device a member). At most
+	// im.MaxGroupMembers: more devices than that are several devices of one member.
+	Members int
+	// Store is where the gateways keep messages: StoreFerretDB (default), one FerretDB process
+	// they share, or StoreEmbedded, the gateway's embedded store (FerretDB on SQLite in its
+	// own process, one instance only).
+	Store string
 	// Instances is how many gateway processes the devices are spread over (round-robin).
 	Instances int
 	// Messages is how many messages are sent to the group, Interval apart.
@@ -30,6 +38,12 @@ type Options struct {
 	Out io.Writer
 }
 
+// The stores Options.Store names.
+const (
+	StoreFerretDB = "ferretdb"
+	StoreEmbedded = "embedded"
+)
+
 // Defaults.
 const (
 	DefaultDevices   = 1000
@@ -42,6 +56,12 @@ const (
 func (o Options) withDefaults() Options {
 	if o.Devices <= 0 {
 		o.Devices = DefaultDevices
+	}
+	if o.Members <= 0 {
+		o.Members = o.Devices
+	}
+	if o.Store == "" {
+		o.Store = StoreFerretDB
 	}
 	if o.Instances <= 0 {
 		o.Instances = DefaultInstances

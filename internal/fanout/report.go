@@ -10,7 +10,19 @@ import (
 
 // Report is a run's figures.
 type Report struct {
-	Devices, Instances, Messages int
+	Devices, Members, Instances, Messages int
+	Store                                 string
+
+	// LiveAfter is the time from the first device's dial until every subscription streamed
+	// live (msggate_sync_subscribers_live, summed over the instances, up by Devices): all the
+	// devices dial at once, as after a gateway restart.
+	LiveAfter time.Duration
+	// StartGoroutinesPerDevice is the most goroutines the gateways held while the devices
+	// started (sampled every 250 ms), less before, over the devices.
+	StartGoroutinesPerDevice float64
+	// StartMongoCommands is the MongoDB commands the gateways made from before the devices
+	// connected until all were live.
+	StartMongoCommands float64
 
 	// RedisCommands is the Redis commands the send phase took per message: every command the
 	// gateways ran from just before the first send until every device had every message (or
@@ -27,8 +39,12 @@ type Report struct {
 	// (device, message) pair that arrived.
 	P50, P99, Max time.Duration
 	// Complete is the devices that got every message; Missing the (device, message) pairs that
-	// never arrived; Dropped the devices whose connection the gateway ended.
-	Complete, Missing, Dropped int
+	// never arrived; Dropped the devices whose connection or subscription the gateway ended
+	// (each connected again), Reconnects the times that happened; GaveUp the devices that
+	// could not connect again.
+	Complete, Missing, Dropped, Reconnects, GaveUp int
+	// DropCause is why one dropped device's connection or subscription ended.
+	DropCause string
 
 	// HeapPerDevice and GoroutinesPerDevice are the growth, summed over the instances, of
 	// go_gc_heap_live_bytes and go_goroutines from before the devices connected to
@@ -38,7 +54,19 @@ type Report struct {
 	// StackPerDevice is the growth of go_memstats_stack_inuse_bytes, likewise: the devices'
 	// goroutines' stacks, which the heap figure leaves out.
 	StackPerDevice float64
-	Settle         time.Duration
+	// RSSPerDevice is the growth of the gateway processes' resident memory (VmRSS) from before
+	// the devices connected to its lowest over the Settle, over the devices: everything the
+	// process holds for them, what the Go runtime keeps but does not use included.
+	RSSPerDevice float64
+	Settle       time.Duration
+}
+
+func (r *Report) start(liveAfter time.Duration, before []gatewayFigures, peakGoroutines float64, started []gatewayFigures) {
+	r.LiveAfter = liveAfter
+	r.StartGoroutinesPerDevice = peakGoroutines / float64(r.Devices)
+	for i := range before {
+		r.StartMongoCommands += started[i].MongoCommands - before[i].MongoCommands
+	}
 }
 
 func (r *Report) redis(idleStart, idleEnd redisFigures, idleTook time.Duration, sendStart, sendEnd redisFigures, sendTook time.Duration) {
@@ -66,8 +94,9 @@ type CommandCount struct {
 const topCommands = 6
 
 func (r *Report) gateways(before, idle []gatewayFigures) {
-	var heap, stack, goroutines float64
+	var heap, stack, goroutines, rss float64
 	for i := range before {
+		rss += idle[i].RSS - before[i].RSS
 		heap += idle[i].HeapBytes - before[i].HeapBytes
 		stack += idle[i].StackBytes - before[i].StackBytes
 		goroutines += idle[i].Goroutines - before[i].Goroutines
@@ -75,6 +104,7 @@ func (r *Report) gateways(before, idle []gatewayFigures) {
 	r.HeapPerDevice = heap / float64(r.Devices)
 	r.StackPerDevice = stack / float64(r.Devices)
 	r.GoroutinesPerDevice = goroutines / float64(r.Devices)
+	r.RSSPerDevice = rss / float64(r.Devices)
 }
 
 func (r *Report) deliveries(devices []*device, sends []sent) {
@@ -92,8 +122,13 @@ func (r *Report) deliveries(devices []*device, sends []sent) {
 		if all {
 			r.Complete++
 		}
-		if d.gone() {
+		if n, why := d.reconnected(); n > 0 {
 			r.Dropped++
+			r.Reconnects += n
+			r.DropCause = why.Error()
+		}
+		if d.gone() {
+			r.GaveUp++
 		}
 	}
 	slices.Sort(took)
@@ -113,14 +148,15 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 }
 
 // TableHeader is the header of the markdown table Print writes; docs/ keeps runs under it.
-const TableHeader = "| devices | instances | Redis commands/message | Redis bytes/message | delivery p50 | p99 | max | got every message | gateway memory/device (heap + stacks) | goroutines/device |\n" +
-	"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+const TableHeader = "| store | devices (members) | instances | all live after | MongoDB commands to start | Redis commands/message | Redis bytes/message | delivery p50 | p99 | max | got every message | gateway RSS/device | memory/device (heap + stacks) | goroutines/device idle (starting) |\n" +
+	"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 
 // Row is the report's row of the table.
 func (r *Report) Row() string {
-	return fmt.Sprintf("| %d | %d | %.0f | %.0f | %s | %s | %s | %d/%d | %.1f KiB (%.1f + %.1f) | %.2f |",
-		r.Devices, r.Instances, r.RedisCommands, r.RedisBytes, ms(r.P50), ms(r.P99), ms(r.Max),
-		r.Complete, r.Devices, (r.HeapPerDevice+r.StackPerDevice)/1024, r.HeapPerDevice/1024, r.StackPerDevice/1024, r.GoroutinesPerDevice)
+	return fmt.Sprintf("| %s | %d (%d) | %d | %.1f s | %.0f | %.0f | %.0f | %s | %s | %s | %d/%d | %.1f KiB | %.1f KiB (%.1f + %.1f) | %.2f (%.2f) |",
+		r.Store, r.Devices, r.Members, r.Instances, r.LiveAfter.Seconds(), r.StartMongoCommands, r.RedisCommands, r.RedisBytes,
+		ms(r.P50), ms(r.P99), ms(r.Max), r.Complete, r.Devices, r.RSSPerDevice/1024,
+		(r.HeapPerDevice+r.StackPerDevice)/1024, r.HeapPerDevice/1024, r.StackPerDevice/1024, r.GoroutinesPerDevice, r.StartGoroutinesPerDevice)
 }
 
 // Print writes the table and what its figures leave out.
@@ -135,10 +171,16 @@ func (r *Report) Print(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
-	if r.Missing > 0 || r.Dropped > 0 {
-		fmt.Fprintf(w, "%d deliveries never arrived; the gateway ended %d devices' connections.\n", r.Missing, r.Dropped)
+	if r.Missing > 0 || r.Dropped > 0 || r.GaveUp > 0 {
+		fmt.Fprintf(w, "%d deliveries never arrived; the gateway ended %d devices' connections or subscriptions (%d times; each connected again), %d devices gave up.\n",
+			r.Missing, r.Dropped, r.Reconnects, r.GaveUp)
+		if r.DropCause != "" {
+			fmt.Fprintf(w, "One of them ended with: %s\n", r.DropCause)
+		}
 	}
-	fmt.Fprintf(w, "Gateway figures: go_gc_heap_live_bytes (the heap the last GC found live), go_memstats_stack_inuse_bytes and go_goroutines, lowest over %s idle after the last subscription, less before the devices.\n", r.Settle)
+	fmt.Fprintf(w, "All live after: from the first dial, every device dialling at once, until msggate_sync_subscribers_live counted them all. "+
+		"Gateway figures: VmRSS, go_gc_heap_live_bytes (the heap the last GC found live), go_memstats_stack_inuse_bytes and go_goroutines, lowest over %s idle after the last subscription, less before the devices; "+
+		"goroutines while starting: the most sampled every 250 ms until all were live.\n", r.Settle)
 }
 
 func ms(d time.Duration) string {

@@ -31,20 +31,27 @@ const GroupID = "fanout"
 const (
 	subscribedWithin = 10 * time.Minute // all subscriptions live on the gateways
 	deliveredWithin  = 60 * time.Second // every message at every device, after the last send
-	connectWorkers   = 32               // devices connecting at once
 	progressEvery    = 500              // devices between two progress lines
 )
 
 // memberID names member i (from 0): fan-0001, fan-0002, ...
 func memberID(i int) string { return fmt.Sprintf("fan-%04d", i+1) }
 
-// Run starts redis-server, FerretDB and the gateways, makes the group, connects the devices,
-// sends the messages and returns the figures; it prints progress and the table to o.Out.
+// Run starts redis-server, the store and the gateways, makes the group, connects the devices
+// all at once, sends the messages and returns the figures; it prints progress and the table
+// to o.Out.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o = o.withDefaults()
 	out := o.Out
-	if o.Devices > im.MaxGroupMembers {
-		return nil, fmt.Errorf("fanout: -devices %d: a group has at most %d members", o.Devices, im.MaxGroupMembers)
+	switch {
+	case o.Members > im.MaxGroupMembers:
+		return nil, fmt.Errorf("fanout: a group of %d: a group has at most %d members (more devices than that are several devices of a member: -members)", o.Members, im.MaxGroupMembers)
+	case o.Members > o.Devices:
+		return nil, fmt.Errorf("fanout: %d members for %d devices: want at least one device a member", o.Members, o.Devices)
+	case o.Store != StoreFerretDB && o.Store != StoreEmbedded:
+		return nil, fmt.Errorf("fanout: store %q: want %s or %s", o.Store, StoreFerretDB, StoreEmbedded)
+	case o.Store == StoreEmbedded && o.Instances != 1:
+		return nil, fmt.Errorf("fanout: the embedded store belongs to one gateway process; %d instances need -store %s", o.Instances, StoreFerretDB)
 	}
 	if err := raiseFileLimit(o.Devices); err != nil {
 		return nil, err
@@ -66,7 +73,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Command = []string{bin}
 	}
 
-	fmt.Fprintf(out, "starting redis-server, FerretDB and %d gateway(s) under %s...\n", o.Instances, o.Dir)
+	fmt.Fprintf(out, "starting redis-server, the store (%s) and %d gateway(s) under %s...\n", o.Store, o.Instances, o.Dir)
 	for _, sub := range []string{"redis", "store"} {
 		if err := os.MkdirAll(filepath.Join(o.Dir, sub), 0o700); err != nil {
 			return nil, err
@@ -77,47 +84,67 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer redisServer.Stop()
-	storeServer, err := testenv.StartFerretDBServer(filepath.Join(o.Dir, "store"))
-	if err != nil {
-		return nil, err
-	}
-	defer storeServer.Stop()
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
 	}
 	hexSecret := hex.EncodeToString(secret)
 	env := append([]string{gateway.EnvJWTSecret + "=" + hexSecret}, o.ChildEnv...)
+
+	// The group, made as an operator makes one (msggate group), on the gateways' store and
+	// Redis. The embedded store's files belong to one process at a time: the group is made
+	// there before its gateway starts, as the operations guide says.
+	members := make([]string, o.Members)
+	for i := range members {
+		members[i] = memberID(i)
+	}
+	makeGroup := func(storeFlags ...string) error {
+		began := time.Now()
+		args := append([]string{"group", "-redis-url", redisServer.URL(), "-id", GroupID,
+			"-members", members[0] + ":owner," + strings.Join(members[1:], ",")}, storeFlags...)
+		if err := runChild(ctx, filepath.Join(o.Dir, "group.log"), o.Command, env, args...); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "group %s of %d members made in %s\n", GroupID, o.Members, time.Since(began).Round(time.Millisecond))
+		return nil
+	}
 	var gws []*instance
 	defer func() {
 		for _, g := range gws {
 			g.stop()
 		}
 	}()
-	for i := range o.Instances {
-		g, err := startGateway(ctx, fmt.Sprintf("gateway-%d", i+1), o.Dir, o.Command, env, storeServer.URI(), redisServer.URL())
+	if o.Store == StoreEmbedded {
+		const name = "gateway-1"
+		if err := makeGroup("-data-dir", filepath.Join(o.Dir, name)); err != nil {
+			return nil, err
+		}
+		g, err := startGateway(ctx, name, o.Dir, o.Command, env, "", redisServer.URL())
 		if err != nil {
 			return nil, err
 		}
 		gws = append(gws, g)
+	} else {
+		storeServer, err := testenv.StartFerretDBServer(filepath.Join(o.Dir, "store"))
+		if err != nil {
+			return nil, err
+		}
+		defer storeServer.Stop()
+		for i := range o.Instances {
+			g, err := startGateway(ctx, fmt.Sprintf("gateway-%d", i+1), o.Dir, o.Command, env, storeServer.URI(), redisServer.URL())
+			if err != nil {
+				return nil, err
+			}
+			gws = append(gws, g)
+		}
+		// Once the gateways have made their collections, index _id as msggate's embedded store has it.
+		if err := storeServer.IndexIDs(chunkstore.DefaultDatabase); err != nil {
+			return nil, err
+		}
+		if err := makeGroup("-mongo-uri", storeServer.URI(), "-data-dir", filepath.Join(o.Dir, "group")); err != nil {
+			return nil, err
+		}
 	}
-	// Once the gateways have made their collections, index _id as msggate's embedded store has it.
-	if err := storeServer.IndexIDs(chunkstore.DefaultDatabase); err != nil {
-		return nil, err
-	}
-
-	// The group, made as an operator makes one (msggate group), on the same store and Redis.
-	members := make([]string, o.Devices)
-	for i := range members {
-		members[i] = memberID(i)
-	}
-	began := time.Now()
-	if err := runChild(ctx, filepath.Join(o.Dir, "group.log"), o.Command, env, "group",
-		"-mongo-uri", storeServer.URI(), "-redis-url", redisServer.URL(), "-data-dir", filepath.Join(o.Dir, "group"),
-		"-id", GroupID, "-members", members[0]+":owner,"+strings.Join(members[1:], ",")); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(out, "group %s of %d members made in %s\n", GroupID, o.Devices, time.Since(began).Round(time.Millisecond))
 	conv, err := im.GroupConversationID(GroupID)
 	if err != nil {
 		return nil, err
@@ -129,30 +156,43 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 
-	// The devices, one per member, spread round-robin over the instances.
-	devices := make([]*device, o.Devices)
-	for i := range devices {
-		tok, err := auth.Issue([]byte(hexSecret), members[i], false, 24*time.Hour, time.Now())
-		if err != nil {
+	// The devices, spread round-robin over the members and, apart, over the instances.
+	tokens := make([]string, o.Members)
+	for i := range tokens {
+		if tokens[i], err = auth.Issue([]byte(hexSecret), members[i], false, 24*time.Hour, time.Now()); err != nil {
 			return nil, err
 		}
-		devices[i] = &device{user: members[i], token: tok, url: gws[i%len(gws)].url, conv: conv, arrived: map[int64]time.Time{}}
+	}
+	devices := make([]*device, o.Devices)
+	for i := range devices {
+		m := i % o.Members
+		devices[i] = &device{user: members[m], token: tokens[m], url: gws[i%len(gws)].url, conv: conv, arrived: map[int64]time.Time{}}
 	}
 	devCtx, stopDevices := context.WithCancel(ctx)
 	defer stopDevices()
-	fmt.Fprintf(out, "connecting %d devices...\n", o.Devices)
-	began = time.Now()
+	fmt.Fprintf(out, "connecting %d devices at once...\n", o.Devices)
+	began := time.Now()
+	st := startWatch{client: httpClient, gws: gws, before: before}
+	st.start(ctx)
 	if err := connectAll(devCtx, devices, func(n int) {
 		if n%progressEvery == 0 || n == len(devices) {
 			fmt.Fprintf(out, "  %d/%d connected (%s)\n", n, len(devices), time.Since(began).Round(time.Millisecond))
 		}
 	}); err != nil {
+		st.stop()
 		return nil, err
 	}
 	if err := waitSubscribed(ctx, out, httpClient, gws, before, o.Devices); err != nil {
+		st.stop()
 		return nil, err
 	}
-	fmt.Fprintf(out, "all %d subscribed after %s\n", o.Devices, time.Since(began).Round(time.Millisecond))
+	liveAfter := time.Since(began)
+	peak := st.stop()
+	fmt.Fprintf(out, "all %d subscriptions live after %s\n", o.Devices, liveAfter.Round(time.Millisecond))
+	started, err := scrapeAll(ctx, httpClient, gws)
+	if err != nil {
+		return nil, err
+	}
 	// A subscription starts by reading its streams' heads and the member's counters (from
 	// MongoDB when Redis has not cached them yet): wait for that to end, so that neither the
 	// idle figures nor the sends' carry it.
@@ -211,8 +251,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		fmt.Fprintf(out, "not every device had every message %s after the last send\n", deliveredWithin)
 	}
 
-	r := &Report{Devices: o.Devices, Instances: o.Instances, Messages: o.Messages, Settle: o.Settle}
+	r := &Report{Devices: o.Devices, Members: o.Members, Store: o.Store, Instances: o.Instances, Messages: o.Messages, Settle: o.Settle}
 	r.redis(idleStart, idleEnd, idleTook, sendStart, sendEnd, sendTook)
+	r.start(liveAfter, before, peak, started)
 	r.gateways(before, idle)
 	r.deliveries(devices, sends)
 	stopDevices()
@@ -246,54 +287,72 @@ func raiseFileLimit(devices int) error {
 	return nil
 }
 
-// connectAll connects and subscribes every device, connectWorkers at a time, telling progress
-// the number connected after each.
+// connectAll connects and subscribes every device, all at once as after a gateway restart
+// (each retries what the gateway refuses for now, as a client would), telling progress the
+// number connected after each.
 func connectAll(ctx context.Context, devices []*device, progress func(int)) error {
-	next := make(chan *device)
-	errs := make(chan error, connectWorkers)
+	errs := make(chan error, len(devices))
 	var mu sync.Mutex
 	connected := 0
 	var wg sync.WaitGroup
-	for range connectWorkers {
+	for _, d := range devices {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for d := range next {
-				if err := d.connect(ctx); err != nil {
-					errs <- err
-					return
-				}
-				mu.Lock()
-				connected++
-				progress(connected)
-				mu.Unlock()
+			if err := d.connect(ctx); err != nil {
+				errs <- err
+				return
 			}
+			mu.Lock()
+			connected++
+			progress(connected)
+			mu.Unlock()
 		}()
 	}
-	var err error
-feed:
-	for _, d := range devices {
-		select {
-		case next <- d:
-		case err = <-errs:
-			break feed
-		case <-ctx.Done():
-			err = ctx.Err()
-			break feed
-		}
-	}
-	close(next)
 	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errs:
-		default:
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("connecting %d devices: %w", len(devices), err)
+	close(errs)
+	if err, failed := <-errs; failed {
+		return fmt.Errorf("connecting %d devices: %d failed, the first with: %w", len(devices), len(errs)+1, err)
 	}
 	return nil
+}
+
+// startWatch samples the gateways while the devices start, for the goroutines they hold at
+// their most.
+type startWatch struct {
+	client *http.Client
+	gws    []*instance
+	before []gatewayFigures
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	peak   float64 // the most goroutines, summed over the instances, less before
+}
+
+func (w *startWatch) start(ctx context.Context) {
+	ctx, w.cancel = context.WithCancel(ctx)
+	w.done = make(chan struct{})
+	go func() {
+		defer close(w.done)
+		for sleep(ctx, 250*time.Millisecond) {
+			now, err := scrapeAll(ctx, w.client, w.gws)
+			if err != nil {
+				continue // a gateway too busy to answer in time; the next sample will tell
+			}
+			sum := 0.0
+			for i := range now {
+				sum += now[i].Goroutines - w.before[i].Goroutines
+			}
+			w.peak = max(w.peak, sum)
+		}
+	}()
+}
+
+// stop ends the sampling and returns the peak goroutines.
+func (w *startWatch) stop() float64 {
+	w.cancel()
+	<-w.done
+	return w.peak
 }
 
 // waitSubscribed waits until the gateways stream live to want more subscriptions than before:
@@ -308,9 +367,10 @@ func waitSubscribed(ctx context.Context, out io.Writer, client *http.Client, gws
 		if err != nil {
 			return err
 		}
-		open := 0
+		open, registered := 0, 0
 		for i := range now {
-			open += int(now[i].Subscribers - before[i].Subscribers)
+			open += int(now[i].Live - before[i].Live)
+			registered += int(now[i].Subscribers - before[i].Subscribers)
 		}
 		if open >= want {
 			return nil
@@ -319,7 +379,7 @@ func waitSubscribed(ctx context.Context, out io.Writer, client *http.Client, gws
 			return fmt.Errorf("only %d of %d subscriptions live after %s", open, want, subscribedWithin)
 		}
 		if time.Since(lastSaid) >= 5*time.Second {
-			fmt.Fprintf(out, "  %d/%d subscriptions live\n", open, want)
+			fmt.Fprintf(out, "  %d/%d subscriptions live (%d open)\n", open, want, registered)
 			lastSaid = time.Now()
 		}
 		if !sleep(ctx, 200*time.Millisecond) {
@@ -352,6 +412,7 @@ func settle(ctx context.Context, client *http.Client, gws []*instance, d time.Du
 			low[i].HeapBytes = min(low[i].HeapBytes, now[i].HeapBytes)
 			low[i].StackBytes = min(low[i].StackBytes, now[i].StackBytes)
 			low[i].Goroutines = min(low[i].Goroutines, now[i].Goroutines)
+			low[i].RSS = min(low[i].RSS, now[i].RSS)
 		}
 		if !time.Now().Before(end) {
 			return low, nil

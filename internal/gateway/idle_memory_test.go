@@ -19,11 +19,11 @@ import (
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 )
 
-// What one idle subscribed device may cost the gateway, at most: heap and stacks (the target
-// of issue 18, 48 KiB, measured in-process here and at 5,000 devices by the fanout bench), and
-// goroutines (the connection's reader and the subscription's stream).
+// What one idle subscribed device may cost the gateway, at most: heap and stacks (40 KiB,
+// issue 31's target for the resident memory, measured in-process here and by the fanout bench),
+// and goroutines (the connection's reader and the subscription's stream).
 const (
-	idleDeviceBudget     = 48 << 10
+	idleDeviceBudget     = 40 << 10
 	idleDeviceGoroutines = 2
 )
 

@@ -41,7 +41,18 @@ type HubOptions struct {
 	// (NewFollowerLog, OpenIM mode) lists have no version and no check runs: that follower
 	// does not commit a change until its hint is published. Default DefaultMembershipCheck.
 	MembershipCheck time.Duration
+	// Catchups bounds the subscriptions of this instance that read their logs at once (a
+	// start, or a re-read after a gap); the others wait their turn in line. A reconnect storm
+	// is so paced rather than refused: its devices' reads no longer crowd Redis's admission
+	// queue all at once, and a subscription waiting its turn holds no goroutine besides its
+	// own. Default DefaultCatchups.
+	Catchups int
 }
+
+// DefaultCatchups is HubOptions.Catchups's default: a reconnect storm's reads that miss Redis
+// are gathered into store queries of up to 500 users (store_loaders.go), and on FerretDB each
+// query costs a scan whatever its size, so as many reads at once as make up such a query.
+const DefaultCatchups = 512
 
 // DefaultMembershipCheck is HubOptions.MembershipCheck's default.
 const DefaultMembershipCheck = 15 * time.Second
@@ -63,14 +74,16 @@ type Hub struct {
 	feed   *cache.EventFeed
 	opts   HubOptions
 
-	// opMu orders the Redis subscribe and unsubscribe calls as the decisions to make them were
-	// taken, so a late unsubscribe never cancels a newer subscribe.
-	opMu   gosync.Mutex
-	mu     gosync.Mutex
-	users  map[string]map[*Subscription]struct{}
-	groups map[string]map[*Subscription]struct{}
+	// channels orders each channel's Redis subscribe and unsubscribe calls as the decisions to
+	// make them were taken, so a late unsubscribe never cancels a newer subscribe.
+	channels channelLocks
+	mu       gosync.Mutex
+	users    map[string]map[*Subscription]struct{}
+	groups   map[string]map[*Subscription]struct{}
 	// live counts the subscriptions past their first catch-up.
 	live atomic.Int64
+	// catchups holds a token for each subscription reading its logs (HubOptions.Catchups).
+	catchups chan struct{}
 	// stopCheck ends the membership check's goroutine, which closes checkDone (nil when no
 	// check runs).
 	stopCheck context.CancelFunc
@@ -91,8 +104,11 @@ func NewHub(events *EventLog, c *cache.Cache, opts HubOptions) *Hub {
 	if opts.MembershipCheck <= 0 {
 		opts.MembershipCheck = DefaultMembershipCheck
 	}
+	if opts.Catchups <= 0 {
+		opts.Catchups = DefaultCatchups
+	}
 	h := &Hub{events: events, cache: c, opts: opts, users: map[string]map[*Subscription]struct{}{},
-		groups: map[string]map[*Subscription]struct{}{}}
+		groups: map[string]map[*Subscription]struct{}{}, catchups: make(chan struct{}, opts.Catchups)}
 	h.feed = c.OpenEventFeed(h.deliver)
 	if v, ok := events.state.(listVersioner); ok {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -207,14 +223,40 @@ type Subscription struct {
 	cancel   context.CancelCauseFunc
 	once     gosync.Once
 	// following is the set of group streams whose channels deliver to this subscription;
-	// guarded by hub.mu, changed by Run's goroutine under hub.opMu. synced (guarded by hub.mu)
-	// is set once following was first made what a read of the user's groups said.
+	// guarded by hub.mu, changed by Run's goroutine (each group under its channel's lock) and
+	// Close. synced (guarded by hub.mu) is set once following was first made what a read of
+	// the user's groups said; closed (guarded by hub.mu) once Close took s out of the hub, so
+	// that a follow still under way adds nothing back.
 	following map[string]struct{}
 	synced    bool
+	closed    bool
 	// head is the user's log head when the subscription began: where Run starts without a
 	// token, so that no event of the user's log appended after Subscribe returned is missed.
 	// nil when Redis could not tell it then.
 	head *im.Cursor
+}
+
+// channelLocks are the locks that order each channel's subscribe and unsubscribe calls: one
+// per stripe of channel names, so that the channels of different users and groups are
+// confirmed by Redis in parallel. With one lock for all, devices reconnecting at once (a
+// gateway restart) waited for each other's round trips one by one, and each subscription went
+// live only once every device before it had.
+type channelLocks [channelStripes]gosync.Mutex
+
+const channelStripes = 256
+
+// user and group return the lock of a user's channel and of a group stream's.
+func (l *channelLocks) user(userID string) *gosync.Mutex { return l.of('u', userID) }
+func (l *channelLocks) group(g string) *gosync.Mutex     { return l.of('g', g) }
+
+func (l *channelLocks) of(kind byte, name string) *gosync.Mutex {
+	// FNV-1a: a cheap spread of the names over the stripes; two names sharing one only wait.
+	h := uint32(2166136261) ^ uint32(kind)
+	for i := 0; i < len(name); i++ {
+		h ^= uint32(name[i])
+		h *= 16777619
+	}
+	return &l[h%channelStripes]
 }
 
 // Subscribe opens a subscription to userID's events. It returns once live events of the
@@ -224,8 +266,8 @@ func (h *Hub) Subscribe(ctx context.Context, userID string) (*Subscription, erro
 	sctx, cancel := context.WithCancelCause(ctx)
 	s := &Subscription{hub: h, userID: userID, live: make(chan *im.Event, h.opts.Buffer),
 		overflow: make(chan struct{}, 1), ctx: sctx, cancel: cancel}
-	h.opMu.Lock()
-	defer h.opMu.Unlock()
+	lock := h.channels.user(userID)
+	lock.Lock()
 	h.mu.Lock()
 	subs := h.users[userID]
 	first := subs == nil
@@ -237,16 +279,20 @@ func (h *Hub) Subscribe(ctx context.Context, userID string) (*Subscription, erro
 	h.mu.Unlock()
 	if first {
 		// Redis confirms a subscription in a round trip; one that never comes must not hold
-		// the subscriber (and every other first subscriber) forever.
+		// the subscriber (and every other first subscriber of the stripe) forever.
 		subCtx, cancelSub := context.WithTimeout(ctx, subscribeTimeout)
 		err := h.feed.Subscribe(subCtx, userID)
 		cancelSub()
 		if err != nil {
-			h.remove(s)
+			h.mu.Lock()
+			h.removeUserLocked(s)
+			h.mu.Unlock()
+			lock.Unlock()
 			cancel(err)
 			return nil, err
 		}
 	}
+	lock.Unlock()
 	// A failure leaves the head to Run, which retries it while Redis is unavailable.
 	if head, err := h.cache.EventHead(ctx, userID); err == nil {
 		s.head = &head
@@ -254,23 +300,16 @@ func (h *Hub) Subscribe(ctx context.Context, userID string) (*Subscription, erro
 	return s, nil
 }
 
-// remove forgets s and reports whether it was the user's last subscriber here; it returns the
-// group streams s was the last subscriber of here.
-func (h *Hub) remove(s *Subscription) (lastOfUser bool, lastOfGroups []string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for g := range s.following {
-		if h.unfollowLocked(s, g) {
-			lastOfGroups = append(lastOfGroups, g)
-		}
-	}
+// removeUserLocked forgets s as a subscriber of its user and reports whether it was the user's
+// last here. h.mu must be held.
+func (h *Hub) removeUserLocked(s *Subscription) bool {
 	subs := h.users[s.userID]
 	delete(subs, s)
 	if len(subs) == 0 && subs != nil {
 		delete(h.users, s.userID)
-		return true, lastOfGroups
+		return true
 	}
-	return false, lastOfGroups
+	return false
 }
 
 // unfollowLocked stops delivering group g to s and reports whether s was its last subscriber
@@ -291,54 +330,85 @@ func (h *Hub) unfollowLocked(s *Subscription, g string) bool {
 // those no one here follows any more. It reports whether s follows streams it did not.
 func (s *Subscription) follow(groups map[string]im.Cursor) (bool, error) {
 	h := s.hub
-	h.opMu.Lock()
-	defer h.opMu.Unlock()
-	var first, last, added []string
+	var stale, fresh []string
 	h.mu.Lock()
 	for g := range s.following {
-		if _, keep := groups[g]; !keep && h.unfollowLocked(s, g) {
-			last = append(last, g)
+		if _, keep := groups[g]; !keep {
+			stale = append(stale, g)
 		}
 	}
 	for g := range groups {
-		if _, ok := s.following[g]; ok {
-			continue
+		if _, ok := s.following[g]; !ok {
+			fresh = append(fresh, g)
+		}
+	}
+	h.mu.Unlock()
+	for _, g := range stale {
+		s.unfollow(g)
+	}
+	added := false
+	for _, g := range fresh {
+		// Each channel under its own lock: a second follower of a group waits here until the
+		// first one's channel is confirmed, and then follows a stream already heard.
+		lock := h.channels.group(g)
+		lock.Lock()
+		h.mu.Lock()
+		if s.closed {
+			h.mu.Unlock()
+			lock.Unlock()
+			return added, context.Cause(s.ctx)
 		}
 		if s.following == nil {
 			s.following = map[string]struct{}{}
 		}
 		s.following[g] = struct{}{}
-		added = append(added, g)
 		subs := h.groups[g]
-		if subs == nil {
+		first := subs == nil
+		if first {
 			subs = map[*Subscription]struct{}{}
 			h.groups[g] = subs
-			first = append(first, g)
 		}
 		subs[s] = struct{}{}
-	}
-	h.mu.Unlock()
-	ctx := context.WithoutCancel(s.ctx)
-	for _, g := range last {
-		// A failure leaves an idle channel subscribed; its messages find no subscriber.
-		_ = h.feed.UnsubscribeGroup(ctx, g)
-	}
-	for _, g := range first {
-		subCtx, cancel := context.WithTimeout(s.ctx, subscribeTimeout)
-		err := h.feed.SubscribeGroup(subCtx, g)
-		cancel()
-		if err != nil {
-			// Forget g, so that the next attempt subscribes its channel again.
-			h.mu.Lock()
-			h.unfollowLocked(s, g)
-			h.mu.Unlock()
-			return false, err
+		h.mu.Unlock()
+		if first {
+			subCtx, cancel := context.WithTimeout(s.ctx, subscribeTimeout)
+			err := h.feed.SubscribeGroup(subCtx, g)
+			cancel()
+			if err != nil {
+				// Forget g, so that the next attempt subscribes its channel again.
+				h.mu.Lock()
+				h.unfollowLocked(s, g)
+				h.mu.Unlock()
+				lock.Unlock()
+				return false, err
+			}
 		}
+		lock.Unlock()
+		added = true
 	}
 	h.mu.Lock()
 	s.synced = true
 	h.mu.Unlock()
-	return len(added) > 0, nil
+	return added, nil
+}
+
+// unfollow stops delivering group g to s, and unsubscribes its channel when s was its last
+// subscriber here.
+func (s *Subscription) unfollow(g string) {
+	h := s.hub
+	lock := h.channels.group(g)
+	lock.Lock()
+	defer lock.Unlock()
+	h.mu.Lock()
+	last := false
+	if _, ok := s.following[g]; ok {
+		last = h.unfollowLocked(s, g)
+	}
+	h.mu.Unlock()
+	if last {
+		// A failure leaves an idle channel subscribed; its messages find no subscriber.
+		_ = h.feed.UnsubscribeGroup(context.WithoutCancel(s.ctx), g)
+	}
 }
 
 // Close ends the subscription and, for the last subscriber here of the user or of a group
@@ -347,16 +417,23 @@ func (s *Subscription) Close() {
 	s.once.Do(func() {
 		s.cancel(context.Canceled)
 		h := s.hub
-		h.opMu.Lock()
-		defer h.opMu.Unlock()
-		lastOfUser, lastOfGroups := h.remove(s)
-		ctx := context.WithoutCancel(s.ctx)
-		// A failure leaves an idle channel subscribed; its messages find no subscriber.
-		if lastOfUser {
-			_ = h.feed.Unsubscribe(ctx, s.userID)
+		lock := h.channels.user(s.userID)
+		lock.Lock()
+		h.mu.Lock()
+		s.closed = true
+		lastOfUser := h.removeUserLocked(s)
+		groups := make([]string, 0, len(s.following))
+		for g := range s.following {
+			groups = append(groups, g)
 		}
-		for _, g := range lastOfGroups {
-			_ = h.feed.UnsubscribeGroup(ctx, g)
+		h.mu.Unlock()
+		if lastOfUser {
+			// A failure leaves an idle channel subscribed; its messages find no subscriber.
+			_ = h.feed.Unsubscribe(context.WithoutCancel(s.ctx), s.userID)
+		}
+		lock.Unlock()
+		for _, g := range groups {
+			s.unfollow(g)
 		}
 	})
 }
@@ -490,9 +567,17 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 	live := false // counted in hub.live
 	// resume runs sync and reports whether the subscription ends, and with what.
 	resume := func() (bool, error) {
+		// Wait for a turn here, on this goroutine's shallow stack, before the read starts the
+		// goroutine that makes it.
+		select {
+		case s.hub.catchups <- struct{}{}:
+		case <-ctx.Done():
+			return true, context.Cause(ctx)
+		}
 		var ok bool
 		var err error
 		freshstack.Run(func() { ok, err = sync() })
+		<-s.hub.catchups
 		switch {
 		case ok:
 			backoff = 0

@@ -1,0 +1,96 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/msggate/msggate/internal/gateway"
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
+	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/testenv"
+)
+
+// Ensure a reconnect storm (every device of a group's members subscribing at once, as after a
+// gateway restart, with Redis's admission queue too short for all their reads) is paced, not
+// refused: no device's subscription is answered with an error, every one goes live, the
+// gateway then holds two goroutines a device, and one message reaches every device. On the
+// embedded store (FerretDB in the gateway's process) and on a FerretDB process.
+func TestReconnectStormIsPacedNotRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts redis-server and FerretDB")
+	}
+	const members, perMember = 100, 2
+	tune := func(c *gateway.Config) {
+		c.Handler.ConnectionRate, c.Handler.MaxConnectionsPerUser, c.Handler.MaxPendingConnectionsPerAddress, c.Handler.RateLimit = -1, -1, -1, -1
+		// Far fewer Redis calls may wait than the storm's subscriptions make at once.
+		c.RedisConcurrency, c.AdmissionQueue = 2, 8
+	}
+	t.Run("embedded store", func(t *testing.T) {
+		cfg := gatewaytest.Config(testenv.Redis(t).URL(), testenv.Mongo(t))
+		cfg.MongoURI, cfg.MongoDatabase, cfg.DataDir = "", "", filepath.Join(t.TempDir(), "data")
+		tune(&cfg)
+		// The embedded store runs as long as the context it was opened with: the test's.
+		gw, err := gateway.Open(t.Context(), cfg, gatewaytest.Logger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = gw.Close() })
+		select {
+		case <-gw.Store.Ready():
+		case <-time.After(time.Minute):
+			t.Fatal("the embedded store was not prepared within a minute")
+		}
+		g := &gatewaytest.Gateway{Gateway: gw, T: t, URL: gatewaytest.Serve(t, gw)}
+		reconnectStorm(t, g, members, perMember)
+	})
+	t.Run("FerretDB process", func(t *testing.T) {
+		reconnectStorm(t, gatewaytest.StartWith(t, tune), members, perMember)
+	})
+}
+
+func reconnectStorm(t *testing.T, g *gatewaytest.Gateway, members, perMember int) {
+	ctx := context.Background()
+	list := make([]im.GroupMember, members)
+	tokens := make([]string, members)
+	for i := range list {
+		list[i] = im.GroupMember{UserID: fmt.Sprintf("storm%03d", i), Role: im.RoleMember}
+		tokens[i] = g.Token(list[i].UserID)
+	}
+	list[0].Role = im.RoleOwner
+	if err := g.Ledger.SetGroup(ctx, "storm", list); err != nil {
+		t.Fatal(err)
+	}
+	n := members * perMember
+	devices := make([]*gatewaytest.WS, n)
+	for i := range devices {
+		devices[i] = gatewaytest.ConnectWS(t, g.URL, tokens[i%members], gatewaytest.WSOptions{})
+	}
+	// The client connections hold no goroutine while nobody reads them: what grows is the
+	// gateway's.
+	runtime.GC()
+	before := runtime.NumGoroutine()
+	for _, d := range devices {
+		d.Subscribe(nil)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); g.Hub.LiveSubscribers() < n; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d subscriptions live (%d open) 2 minutes after they were sent", g.Hub.LiveSubscribers(), n, g.Hub.Subscribers())
+		}
+	}
+	gatewaytest.WaitFor(t, 10*time.Second, "the starts' goroutines end", func() bool {
+		return float64(runtime.NumGoroutine()-before)/float64(n) <= 2.05
+	})
+
+	sent := g.SendGQL(tokens[0], map[string]any{"groupID": "storm", "contentType": 101, "content": "after the storm"})
+	for i, d := range devices {
+		// A refused subscription's first message is its error: NextEvent fails on it.
+		ev := d.NextEvent()
+		if ev.Type != "NEW_MESSAGE" || ev.ConversationID == nil || *ev.ConversationID != sent.ConversationID || ev.Seq == nil || *ev.Seq != sent.Seq {
+			t.Fatalf("device %d of %s: first event %+v, want NEW_MESSAGE seq %d of %s", i, list[i%members].UserID, ev, sent.Seq, sent.ConversationID)
+		}
+	}
+}
