@@ -10,6 +10,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/msggate/msggate/graph/model"
 	"github.com/msggate/msggate/internal/im"
 )
 
@@ -25,6 +26,8 @@ import (
 // history(limit: 200) with every field (402), a page of 100 conversations with their last
 // message and 20 messages of history each (4402). These do not: 100 conversations with 50
 // messages of history each (5202), three aliases of messages with 1000 seqs each (6003).
+// seqAtTime, a scalar, is priced as the chunk reads of its search (seqAtTimeCost), so a page
+// of 100 conversations that each ask it costs at least 2500.
 // TestComplexityExamples checks these numbers.
 func priceLists(c *ComplexityRoot) {
 	c.Query.Messages = func(child int, _ string, seqs []int64) int {
@@ -36,6 +39,9 @@ func priceLists(c *ComplexityRoot) {
 	c.Conversation.History = func(child int, _, _ *int64, limit *int, _ *int64, _ *string) int {
 		return pageCost(orDefault(limit, im.DefaultHistoryLimit), child)
 	}
+	// A scalar, but found by a binary search that reads up to about log2(chunks)+1 chunks:
+	// priced as the reads of the deepest search a conversation can need.
+	c.Conversation.SeqAtTime = func(int, int64, *model.TimeDirection) int { return seqAtTimeCost }
 	c.Viewer.Conversations = func(child int, first *int, _ *string) int {
 		return pageCost(orDefault(first, defaultConversationPage), child)
 	}
@@ -46,6 +52,10 @@ func priceLists(c *ComplexityRoot) {
 		return pageCost(orDefault(limit, im.DefaultSyncEvents), child)
 	}
 }
+
+// seqAtTimeCost is what Conversation.seqAtTime costs: the chunk reads of a binary search over
+// 2^23 chunks (some 800 million messages), and one more.
+const seqAtTimeCost = 24
 
 // itemsCost prices a field that returns a list of n objects directly: each item is an object
 // (1) with its selected fields (child).

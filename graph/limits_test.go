@@ -163,6 +163,7 @@ func TestComplexityExamples(t *testing.T) {
 			lastMessage { seq content } history(limit: 20) { messages { seq content revoke { userID } } } } pageInfo { endCursor } } } }`, 4402, 4402},
 		{"100 conversations with 50 messages each", `{ viewer { conversations(first: 100) { nodes {
 			history(limit: 50) { messages { seq content } } } } } }`, 5202, 5202},
+		{"seqAtTime in 100 conversations", `{ viewer { conversations(first: 100) { nodes { seqAtTime(time: 1) } } } }`, 2502, 2502},
 		{"three times 1000 seqs", `query($s: [Int64!]!) { a: messages(conversationID: "x", seqs: $s) { revoke { userID } }
 			b: messages(conversationID: "y", seqs: $s) { revoke { userID } } c: messages(conversationID: "z", seqs: $s) { revoke { userID } } }`, 6003, 6003},
 	} {
