@@ -37,6 +37,10 @@ type IdentityWatch struct {
 	store *chunkstore.Store
 	cache *cache.Cache
 	opts  IdentityOptions
+
+	// mu serialises checks: Run makes one every Interval, and a caller that needs Redis to
+	// describe the store now (a test after a restore) may make one at the same time.
+	mu gosync.Mutex
 	// seen is Redis's record as the last check left it; valid is false when it must be read
 	// again (at start, after a failure or a discard by another instance).
 	seen  cache.StoreIdentity
@@ -99,7 +103,7 @@ func (w *IdentityWatch) Run(ctx context.Context) {
 			if !errors.Is(err, errDiscardElsewhere) {
 				w.opts.Logger.WarnContext(ctx, "checking that Redis describes this store failed; retrying", "err", err)
 			}
-			if !w.serving {
+			if !w.isServing() {
 				// Not known yet: refuse at once rather than make requests wait for a check
 				// that failed. Once known, a failed check (the store is down for a moment)
 				// changes nothing Redis serves.
@@ -115,6 +119,12 @@ func (w *IdentityWatch) Run(ctx context.Context) {
 	}
 }
 
+func (w *IdentityWatch) isServing() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.serving
+}
+
 // errDiscardElsewhere: another instance is discarding Redis's state; this one waits for it.
 var errDiscardElsewhere = errors.New("another instance is discarding the state of another store")
 
@@ -125,9 +135,11 @@ const checkTimeout = 10 * time.Second
 // Check moves the store's identity on and records it in Redis, after making sure that Redis
 // describes the store: when its record is another store's or ahead of the store's, it holds
 // the cache's store state, discards it and records the store's identity. It ends the hold
-// once Redis describes the store. Run calls it every Interval; it is not safe for concurrent
-// use.
+// once Redis describes the store. Run calls it every Interval; a concurrent call waits for
+// the check under way.
 func (w *IdentityWatch) Check(ctx context.Context) (err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	defer func() {
