@@ -46,9 +46,9 @@ var keyFamilies = []struct {
 
 // Ensure every key a representative workload leaves in Redis expires within its family's
 // bound (and event logs keep at most -event-log-len events): sends, reads, a conversation list
-// page, syncState of a user
-// who never had an event, syncDifference, a live subscription, mark-read, revoke, delete,
-// clear, a persisted query, and refusals by the user and the address rate limits.
+// page, syncState of a user who never had an event, syncDifference, a live subscription,
+// mark-read, revoke, delete, clear, a persisted query, and refusals by the user and the
+// address rate limits.
 func TestEveryRedisKeyExpires(t *testing.T) {
 	const logLen = 5
 	g := gatewaytest.StartWith(t, func(c *gateway.Config) { c.EventLogMaxLen = logLen })
