@@ -44,6 +44,8 @@ const (
 	baselineHistoryKey = "bench:baseline:history"
 	baselineConvPrefix = "bench:baseline:conversation:"
 	baselineMsgPrefix  = "bench:baseline:message:"
+	// The list page of the viewer of many conversations.
+	baselineBigConvPrefix = "bench:baseline:bigconversation:"
 	// The OpenIM pages' records: the same handlers over what the OpenIM gateway answered.
 	baselineOpenIMHistoryKey = "bench:baseline:openim:history"
 	baselineOpenIMConvPrefix = "bench:baseline:openim:conversation:"
