@@ -47,10 +47,11 @@ func totalUnread(ctx context.Context) (int64, error) {
 
 // conversationPage answers Viewer.conversations: newest activity first, cursor-paged. The page
 // writes its own JSON (model.ConversationConnection), so every field its nodes select is
-// resolved here, for all nodes at once: the states come with the list, the last messages in
-// one read, each history field's pages side by side so that their chunk reads share a batch.
-// A node the instance rendered before from the same state is written from memory
-// (RenderedNodes) and needs none of that.
+// resolved here, for all nodes at once: the states come with the page (a ConversationPager
+// reads only the page's, whatever the list's length), the last messages in one read, each
+// history field's pages side by side so that their chunk reads share a batch. A node the
+// instance rendered before from the same state is written from memory (RenderedNodes) and
+// needs none of that.
 func (r *Resolver) conversationPage(ctx context.Context, first *int, after *string) (*model.ConversationConnection, error) {
 	n, err := im.PageSize("first", first, defaultConversationPage, maxConversationPage)
 	if err != nil {
