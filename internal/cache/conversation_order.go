@@ -62,12 +62,15 @@ type OrderedPage struct {
 	// Entries are the other conversations after the position asked for, in order, at most
 	// as many as asked for.
 	Entries []OrderEntry
+	// Size is how many conversations the order holds, groups included.
+	Size int
 }
 
 // readOrderPage answers a page of a user's order (KEYS[1]): false when it is not filled, else
 // the group conversations, the members tied with the cursor's score (ARGV[2], "" for none;
 // only when the cursor's own conversation ARGV[3] no longer holds it, so the caller picks
-// those past its ID), and up to ARGV[1] members past the cursor's score, with their scores.
+// those past its ID), up to ARGV[1] members past the cursor's score, with their scores, and
+// how many members the order holds.
 // The members with the score +inf (groups, the marker) are never part of a page.
 var readOrderPage = redis.NewScript(`
 if not redis.call('ZSCORE', KEYS[1], '') then
@@ -75,17 +78,18 @@ if not redis.call('ZSCORE', KEYS[1], '') then
 end
 local n = tonumber(ARGV[1])
 local groups = redis.call('ZRANGEBYSCORE', KEYS[1], '+inf', '+inf')
+local size = redis.call('ZCARD', KEYS[1])
 if ARGV[2] == '' then
-  return {groups, {}, redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(+inf', 'WITHSCORES', 'LIMIT', 0, n)}
+  return {groups, {}, redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(+inf', 'WITHSCORES', 'LIMIT', 0, n), size}
 end
 local own = redis.call('ZSCORE', KEYS[1], ARGV[3])
 if own and tonumber(own) == tonumber(ARGV[2]) then
   local r = redis.call('ZRANK', KEYS[1], ARGV[3])
   local last = math.min(r + n, redis.call('ZCOUNT', KEYS[1], '-inf', '(+inf') - 1)
-  return {groups, {}, redis.call('ZRANGE', KEYS[1], r + 1, last, 'WITHSCORES')}
+  return {groups, {}, redis.call('ZRANGE', KEYS[1], r + 1, last, 'WITHSCORES'), size}
 end
 return {groups, redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[2], ARGV[2], 'WITHSCORES'),
-  redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[2], '(+inf', 'WITHSCORES', 'LIMIT', 0, n)}`)
+  redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[2], '(+inf', 'WITHSCORES', 'LIMIT', 0, n), size}`)
 
 // GetConversationPage reads, in one round trip (possibly shared with other requests' reads),
 // up to limit of a user's non-group conversations after the position after (nil: from the
@@ -137,10 +141,11 @@ func (c *Cache) getConversationPage(ctx context.Context, userID string, after *i
 		return OrderedPage{}, States{}, err
 	}
 	parts, ok := v.([]any)
-	if !ok || len(parts) != 3 {
+	if !ok || len(parts) != 4 {
 		return OrderedPage{}, States{}, fmt.Errorf("the conversation order script answered %T", v)
 	}
-	out := OrderedPage{Cached: true}
+	size, _ := parts[3].(int64)
+	out := OrderedPage{Cached: true, Size: max(0, int(size)-1)} // the marker is no conversation
 	groups, _ := parts[0].([]any)
 	for _, g := range groups {
 		if id, _ := g.(string); id != listFilled {

@@ -86,8 +86,8 @@ func TestConversationOrder(t *testing.T) {
 		if slices.Sort(p.Groups); !slices.Equal(p.Groups, []string{"n_sg_team", "sg_team"}) {
 			t.Fatalf("groups %v", p.Groups)
 		}
-		if p.Entries[0].Time != 50 || p.Entries[1].Time != 20 {
-			t.Fatalf("times %+v", p.Entries)
+		if p.Entries[0].Time != 50 || p.Entries[1].Time != 20 || p.Size != 7 {
+			t.Fatalf("times %+v, size %d (want 7, the groups too)", p.Entries, p.Size)
 		}
 		// Pages of two, the cursor inside the tie at 20.
 		first, _ := page(nil, 2)

@@ -80,6 +80,11 @@ func (l *Ledger) fillOrder(ctx context.Context, userID, version string, states [
 	}
 }
 
+// shortList is the longest list a page reads whole, when this instance remembers it
+// (lastLists): its version and all its states in one round trip cost less than the order's
+// script and its answer (docs/performance.md).
+const shortList = 64
+
 // ConversationPage returns the page of at most n of userID's conversations after the position
 // after (nil: the first page), newest activity first, with their states: what
 // im.PageAfter cuts from UserConversations, without reading the whole list. One Redis round
@@ -87,15 +92,24 @@ func (l *Ledger) fillOrder(ctx context.Context, userID, version string, states [
 // conversations this instance's last page of the user needed (lastPages); conversations it
 // did not guess cost one more. A group's conversations are placed by their states, so a page
 // reads every group's state however many conversations the list holds besides. When the order
-// is not cached (or Redis fails) the page is cut from the whole list, which fills the order.
+// is not cached (or Redis fails) the page is cut from the whole list, which fills the order; so
+// is it from a short list (shortList).
 func (l *Ledger) ConversationPage(ctx context.Context, userID string, after *im.ListPosition, n int) (im.ConversationPage, error) {
+	if known := l.lastLists.get(userID); known.IDs != nil && len(known.IDs) <= shortList {
+		list, err := l.wholeList(ctx, userID, false)
+		if err != nil {
+			return im.ConversationPage{}, err
+		}
+		return im.PageAfter(list, after, n), nil
+	}
 	guess := l.lastPages.get(userID).IDs
 	ordered, guessed, err := l.cache.GetConversationPage(ctx, userID, after, n+1, guess)
 	if err != nil {
 		l.opts.Logger.WarnContext(ctx, "reading the whole conversation list: cache failed", "err", err)
 	}
-	if err != nil || !ordered.Cached {
-		list, err := l.wholeList(ctx, userID, err == nil)
+	if err != nil || !ordered.Cached || ordered.Size <= shortList {
+		// Read whole, a short list is remembered (lastLists) and read so from then on.
+		list, err := l.wholeList(ctx, userID, err == nil && !ordered.Cached)
 		if err != nil {
 			return im.ConversationPage{}, err
 		}
