@@ -34,6 +34,16 @@ type AccessWithStates interface {
 	CanReadWithStates(ctx context.Context, userID string, conversationIDs []string) ([]bool, []im.SeqState, error)
 }
 
+// ConversationPager is a ConversationSource that answers a page of a user's list without
+// reading the whole list (*imsync.Ledger, from its order in Redis). The list page asks it when
+// the source is one; another source's page is cut from UserConversations.
+type ConversationPager interface {
+	// ConversationPage returns the page of at most n of userID's conversations after the
+	// position after (nil: the first page), as im.PageAfter would cut it from
+	// UserConversations.
+	ConversationPage(ctx context.Context, userID string, after *im.ListPosition, n int) (im.ConversationPage, error)
+}
+
 // SyncLog is the per-user event log multi-device sync reads (*imsync.EventLog).
 type SyncLog interface {
 	// Summary returns userID's state summary and the log token it is valid from.

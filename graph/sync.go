@@ -43,7 +43,7 @@ func (r *Resolver) syncState(ctx context.Context, first *int, after *string) (*m
 	for _, st := range list {
 		out.TotalUnread += st.Unread()
 	}
-	p := pageOf(list, n, cursor)
+	p := pageOf(im.PageAfter(list, cursor, n))
 	out.Conversations, out.EndCursor, out.HasMore = p.nodes, p.endCursor, p.hasMore
 	return out, nil
 }

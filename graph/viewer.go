@@ -47,10 +47,11 @@ func totalUnread(ctx context.Context) (int64, error) {
 
 // conversationPage answers Viewer.conversations: newest activity first, cursor-paged. The page
 // writes its own JSON (model.ConversationConnection), so every field its nodes select is
-// resolved here, for all nodes at once: the states come with the list, the last messages in
-// one read, each history field's pages side by side so that their chunk reads share a batch.
-// A node the instance rendered before from the same state is written from memory
-// (RenderedNodes) and needs none of that.
+// resolved here, for all nodes at once: the states come with the page (a ConversationPager
+// reads only the page's, whatever the list's length), the last messages in one read, each
+// history field's pages side by side so that their chunk reads share a batch. A node the
+// instance rendered before from the same state is written from memory (RenderedNodes) and
+// needs none of that.
 func (r *Resolver) conversationPage(ctx context.Context, first *int, after *string) (*model.ConversationConnection, error) {
 	n, err := im.PageSize("first", first, defaultConversationPage, maxConversationPage)
 	if err != nil {
@@ -61,11 +62,19 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 		return nil, err
 	}
 	l := loadersFrom(ctx)
-	list, err := l.viewerConversations(ctx)
-	if err != nil {
-		return nil, err
+	var page im.ConversationPage
+	if pager, ok := l.convs.(ConversationPager); ok && !totalUnreadSelected(ctx) {
+		if page, err = pager.ConversationPage(ctx, l.viewer, cursor, n); err != nil {
+			return nil, err
+		}
+	} else {
+		list, err := l.viewerConversations(ctx)
+		if err != nil {
+			return nil, err
+		}
+		page = im.PageAfter(list, cursor, n)
 	}
-	p := pageOf(list, n, cursor)
+	p := pageOf(page)
 	out := &model.ConversationConnection{Nodes: p.nodes, Resolved: make([]model.ConversationNode, len(p.states)),
 		PageInfo: &model.PageInfo{EndCursor: p.endCursor, HasNextPage: p.hasMore}}
 	sel := nodeFieldsSelected(ctx, r.RenderedNodes != nil)
@@ -125,6 +134,13 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 			}
 		}
 	}
+	if len(sel.histories) > 0 {
+		// A node's history reads its state through the loaders: the page has it.
+		states := l.stateLoader()
+		for _, st := range p.states {
+			states.Prime(ctx, st.ConversationID, st)
+		}
+	}
 	for _, f := range sel.histories {
 		// History is never remembered (rememberedFields): every node was resolved.
 		if err := historiesOf(ctx, h, f, out.Resolved); err != nil {
@@ -137,6 +153,21 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 		}
 	}
 	return out, nil
+}
+
+// totalUnreadSelected reports whether the viewer the page is under asks for totalUnread too,
+// which reads the whole list: the page is then cut from it rather than read apart.
+func totalUnreadSelected(ctx context.Context) bool {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil || fc.Parent == nil || fc.Parent.Field.Field == nil {
+		return false
+	}
+	for _, f := range graphql.CollectFields(graphql.GetOperationContext(ctx), fc.Parent.Field.Selections, []string{"Viewer"}) {
+		if f.Name == "totalUnread" {
+			return true
+		}
+	}
+	return false
 }
 
 // nodeSelection is what a conversation page's query selects of its nodes.
@@ -256,54 +287,37 @@ type conversationListPage struct {
 	hasMore   bool
 }
 
-// listCursor is a parsed after argument: the place of the previous page's last conversation
-// in the order (activity time, ID), so a page stays correct when conversations before it move.
-type listCursor struct {
-	set  bool
-	time int64
-	id   string
-}
-
-// parseAfter parses an after argument (nil: the first page).
-func parseAfter(after *string) (listCursor, error) {
+// parseAfter parses an after argument (nil: the first page): the place of the previous page's
+// last conversation in the order (activity time, ID), so a page stays correct when
+// conversations before it move.
+func parseAfter(after *string) (*im.ListPosition, error) {
 	if after == nil {
-		return listCursor{}, nil
+		return nil, nil
 	}
 	t, id, err := decodeCursor(*after)
-	return listCursor{set: true, time: t, id: id}, err
+	if err != nil {
+		return nil, err
+	}
+	return &im.ListPosition{Time: t, ConversationID: id}, nil
 }
 
-// pageOf cuts the page of n conversations after the cursor out of list (newest activity
-// first).
-func pageOf(list []im.SeqState, n int, after listCursor) conversationListPage {
-	start := 0
-	for after.set && start < len(list) && !isAfter(list[start], after.time, after.id) {
-		start++
-	}
-	end := min(start+n, len(list))
-	p := conversationListPage{states: list[start:end], nodes: make([]*model.Conversation, 0, end-start), hasMore: end < len(list)}
-	convs := make([]model.Conversation, end-start) // one allocation for the page's nodes
-	for i, st := range list[start:end] {
+// pageOf makes the GraphQL page of a page of the list.
+func pageOf(page im.ConversationPage) conversationListPage {
+	p := conversationListPage{states: page.States, nodes: make([]*model.Conversation, len(page.States)), hasMore: page.HasMore}
+	convs := make([]model.Conversation, len(page.States)) // one allocation for the page's nodes
+	for i, st := range page.States {
 		convs[i].ID = st.ConversationID
-		p.nodes = append(p.nodes, &convs[i])
+		p.nodes[i] = &convs[i]
 	}
-	if end > start {
-		c := encodeCursor(list[end-1])
+	if len(page.States) > 0 {
+		c := encodeCursor(page.End)
 		p.endCursor = &c
 	}
 	return p
 }
 
-// isAfter reports whether st comes after the cursor position in the list's order.
-func isAfter(st im.SeqState, afterTime int64, afterID string) bool {
-	if st.LastTime != afterTime {
-		return st.LastTime < afterTime
-	}
-	return st.ConversationID > afterID
-}
-
-func encodeCursor(st im.SeqState) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(st.LastTime, 10) + "|" + st.ConversationID))
+func encodeCursor(p im.ListPosition) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.Time, 10) + "|" + p.ConversationID))
 }
 
 func decodeCursor(c string) (int64, string, error) {

@@ -29,6 +29,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Concurrency, "c", bench.DefaultConcurrency, "concurrent clients, each waiting for its answer")
 	fs.IntVar(&o.ColdRequests, "cold", bench.DefaultColdRequests, "cold history pages timed one at a time")
 	fs.StringVar(&o.Dir, "dir", "", "directory for the run's store and redis-server (default: a new temporary one, removed after)")
+	fs.IntVar(&o.BigList, "big", bench.DefaultBigList, "conversations of the second viewer, whose list page is measured against the first's (20)")
 	fs.StringVar(&o.Only, "only", "", "measure only the pages whose name contains this (for example \"list\" or \"by seq\")")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured runs (gateway, baselines and load together) to this file")
 	if err := fs.Parse(args); err != nil {

@@ -46,6 +46,8 @@ const (
 	baselineMsgPrefix  = "bench:baseline:message:"
 	// The group page's record, for the same handler as the single chat's.
 	baselineGroupHistoryKey = "bench:baseline:group:history"
+	// The list page of the viewer of many conversations.
+	baselineBigConvPrefix = "bench:baseline:bigconversation:"
 	// The OpenIM pages' records: the same handlers over what the OpenIM gateway answered.
 	baselineOpenIMHistoryKey = "bench:baseline:openim:history"
 	baselineOpenIMConvPrefix = "bench:baseline:openim:conversation:"

@@ -51,6 +51,9 @@ type Options struct {
 	// Only, when set, measures only the scenarios whose name contains it (the cold page
 	// too only if it matches), so that a CPU profile shows one page's work alone.
 	Only string
+	// BigList is how many conversations the second viewer has, whose list page is measured
+	// against the first viewer's (20 conversations). Default DefaultBigList.
+	BigList int
 }
 
 // Defaults of Options' zero fields.
@@ -59,6 +62,7 @@ const (
 	DefaultRounds       = 2
 	DefaultConcurrency  = 32
 	DefaultColdRequests = 50
+	DefaultBigList      = 10000
 )
 
 func (o Options) withDefaults() Options {
@@ -76,6 +80,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Out == nil {
 		o.Out = os.Stdout
+	}
+	if o.BigList <= 0 {
+		o.BigList = DefaultBigList
 	}
 	return o
 }
@@ -98,6 +105,10 @@ type Report struct {
 	// GroupOverSingle is the gateway's requests per second on the warm group page over those on
 	// the single chat's page, when the run measured both (else 0): what a membership costs.
 	GroupOverSingle float64
+	// BigListRatio is the gateway's requests per second on the list page of the viewer of
+	// Options.BigList conversations over those on the page of the viewer of 20, when both
+	// were measured (else 0): 1 when a page does not cost more for a longer list.
+	BigListRatio float64
 }
 
 // The scenarios GroupOverSingle compares.
@@ -105,6 +116,9 @@ const (
 	singleHistoryName = "history page (100 messages, warm)"
 	groupHistoryName  = "group history page (100 messages, warm)"
 )
+
+// listName is the scenario of the list page of the viewer of 20 conversations.
+const listName = "conversation list (20, lastMessage, unread)"
 
 // scenario is one page measured against its baseline (nil baseline: the cold reference).
 type scenario struct {
@@ -157,6 +171,12 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err := fill(ctx, g); err != nil {
 		return Report{}, fmt.Errorf("filling the store: %w", err)
 	}
+	fmt.Fprintf(o.Out, "storing %d conversations of one message for a second viewer...\n", o.BigList)
+	began := time.Now()
+	if err := fillBig(ctx, g, o.BigList); err != nil {
+		return Report{}, fmt.Errorf("filling the store: %w", err)
+	}
+	fmt.Fprintf(o.Out, "  (%s)\n", time.Since(began).Round(time.Second))
 
 	rdb := newRESPPool(redisServer.Addr(), o.Concurrency*2)
 	defer rdb.close()
@@ -178,8 +198,13 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	gwHistory := target{url: gwURL, token: token, body: graphQLBody(historyQuery, map[string]any{"c": conv})}
 	gwMessages := target{url: gwURL, token: token, body: graphQLBody(messagesQuery, map[string]any{"c": conv, "s": spreadSeqs()})}
 	gwList := target{url: gwURL, token: token, body: graphQLBody(listQuery, nil)}
-	answers := make([][]byte, 3)
-	for i, t := range []target{gwHistory, gwMessages, gwList} {
+	bigToken, err := auth.Issue(g.Secret, bigViewer, false, 24*time.Hour, time.Now())
+	if err != nil {
+		return Report{}, err
+	}
+	gwBigList := target{url: gwURL, token: bigToken, body: gwList.body}
+	answers := make([][]byte, 4)
+	for i, t := range []target{gwHistory, gwMessages, gwList, gwBigList} {
 		if answers[i], err = fetch(ctx, client, t); err != nil {
 			return Report{}, err
 		}
@@ -191,12 +216,19 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("storing the baselines' records: %w", err)
 	}
-	baselines := []http.Handler{historyBaseline(rdb, baselineHistoryKey), messagesBaseline(rdb, msgKeys), conversationsBaseline(rdb, convKeys)}
-	paths := []string{"/history", "/messages", "/conversations"}
+	bigConvKeys, err := writeListRecords(rdb, baselineBigConvPrefix, answers[3])
+	if err != nil {
+		return Report{}, fmt.Errorf("storing the baselines' records: %w", err)
+	}
+	baselines := []http.Handler{historyBaseline(rdb, baselineHistoryKey), messagesBaseline(rdb, msgKeys), conversationsBaseline(rdb, convKeys),
+		conversationsBaseline(rdb, bigConvKeys)}
+	paths := []string{"/history", "/messages", "/conversations", "/conversations-big"}
+	bigListName := fmt.Sprintf("conversation list of %d (20, lastMessage, unread)", o.BigList)
 	scenarios := []scenario{
 		{name: singleHistoryName, gateway: gwHistory, handler: handler},
 		{name: "messages by seq (100 over 10 chunks)", gateway: gwMessages, handler: handler},
-		{name: "conversation list (20, lastMessage, unread)", gateway: gwList, handler: handler},
+		{name: listName, gateway: gwList, handler: handler},
+		{name: bigListName, gateway: gwBigList, handler: handler},
 	}
 
 	groupToken, err := auth.Issue(g.Secret, groupViewer, false, 24*time.Hour, time.Now())
@@ -342,6 +374,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			report.Ratios[s.name] = gw.perSecond() / base.perSecond()
 		}
 	}
+	if small := gatewayRate(report, listName); small > 0 {
+		report.BigListRatio = gatewayRate(report, bigListName) / small
+	}
 
 	if o.Profile != nil {
 		o.Profile(false)
@@ -358,6 +393,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		report.Rows = append(report.Rows, rowOf(coldName, "gateway", cold, 0))
 	}
 	printReport(o.Out, report, scenarios)
+	if report.BigListRatio > 0 {
+		fmt.Fprintf(o.Out, "\nthe list page of %d conversations / of 20, the gateway's requests per second: %.2fx\n", o.BigList, report.BigListRatio)
+	}
 	return report, nil
 }
 

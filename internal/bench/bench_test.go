@@ -13,19 +13,22 @@ import (
 // and prints the ratios, the group page's over the single chat's among them.
 func TestBenchRun(t *testing.T) {
 	var out bytes.Buffer
-	r, err := Run(context.Background(), Options{Duration: 300 * time.Millisecond, Rounds: 1, Concurrency: 4, ColdRequests: 3, Dir: t.TempDir(), Out: &out})
+	r, err := Run(context.Background(), Options{Duration: 300 * time.Millisecond, Rounds: 1, Concurrency: 4, ColdRequests: 3, Dir: t.TempDir(), Out: &out, BigList: 30})
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out.String())
 	}
-	if len(r.Rows) != 15 {
-		t.Fatalf("%d rows, want 15 (7 scenarios, 3 of them in OpenIM mode, × gateway and baseline, and the cold page)\n%s", len(r.Rows), out.String())
+	if len(r.Rows) != 17 {
+		t.Fatalf("%d rows, want 17 (8 scenarios, 3 of them in OpenIM mode, × gateway and baseline, and the cold page)\n%s", len(r.Rows), out.String())
 	}
 	for _, row := range r.Rows {
 		if row.Requests == 0 || row.Errors != 0 || row.P50 <= 0 || row.P99 < row.P50 {
 			t.Errorf("%s / %s: %+v", row.Scenario, row.Handler, row)
 		}
 	}
-	if len(r.Ratios) != 7 {
+	if r.BigListRatio <= 0 || !strings.Contains(out.String(), "the list page of 30 conversations / of 20") {
+		t.Errorf("the list page of 30 conversations against 20's: %v\n%s", r.BigListRatio, out.String())
+	}
+	if len(r.Ratios) != 8 {
 		t.Errorf("ratios: %v, want one per warm scenario", r.Ratios)
 	}
 	for name, ratio := range r.Ratios {

@@ -38,6 +38,30 @@ var (
 
 func peer(i int) string { return fmt.Sprintf("p%02d", i) }
 
+// bigViewer is the viewer of many conversations (Options.BigList), one message each from a
+// peer of its own: its list page is measured against the first viewer's, whose list holds 20.
+const bigViewer = "benchbig"
+
+// fillBig stores n single chats of bigViewer through the write path, one message each, the
+// newest last.
+func fillBig(ctx context.Context, g *gateway.Gateway, n int) error {
+	text := strings.Repeat("the quick brown fox jumps over the lazy dog ", 3)
+	base := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC).UnixMilli()
+	// Batches of 50: every message starts a conversation, and FerretDB's bulk writes slow
+	// down with the number of statements.
+	for start := 0; start < n; start += 50 {
+		var msgs []*im.Message
+		for i := start; i < min(n, start+50); i++ {
+			msgs = append(msgs, &im.Message{SendID: fmt.Sprintf("q%05d", i), RecvID: bigViewer, ClientMsgID: fmt.Sprintf("bench-big-%d", i),
+				ContentType: 101, Content: fmt.Sprintf("%s#%d", text, i), SendTime: base + int64(i)*1000})
+		}
+		if _, err := g.Ingest.Ingest(ctx, msgs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // longConversation is the conversation of 1,000 messages.
 func longConversation() string {
 	id, _ := im.SingleConversationID(viewer, peer(0))

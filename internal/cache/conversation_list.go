@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/msggate/msggate/internal/im"
 )
 
 // Each user's conversation list (the IDs on MongoDB's user_conversation list) is cached as a
@@ -156,7 +158,9 @@ func (c *Cache) FillConversationList(ctx context.Context, userID, version string
 
 // changeList moves a list's version (starting from the random ARGV[4] when there is none) and,
 // when the list is cached, adds or removes members; a list that grows past ARGV[3] members (the
-// empty marker aside) is dropped instead.
+// empty marker aside) is dropped instead. The user's order (KEYS[3], conversation_order.go), when
+// it exists, follows in the same step: the first ARGV[5] conversations are groups' and join it
+// with the list (score +inf); a removal takes every one off it.
 var changeList = redis.NewScript(`
 if redis.call('EXISTS', KEYS[2]) == 0 then
   redis.call('SET', KEYS[2], ARGV[4])
@@ -164,13 +168,29 @@ end
 redis.call('INCR', KEYS[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  for i = 5, #ARGV, 500 do
+  for i = 6, #ARGV, 500 do
     redis.call(ARGV[2], KEYS[1], unpack(ARGV, i, math.min(i + 499, #ARGV)))
   end
   if redis.call('SCARD', KEYS[1]) > tonumber(ARGV[3]) + 1 then
     redis.call('DEL', KEYS[1])
   else
     redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  end
+end
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  if ARGV[2] == 'SREM' then
+    for i = 6, #ARGV, 500 do
+      redis.call('ZREM', KEYS[3], unpack(ARGV, i, math.min(i + 499, #ARGV)))
+    end
+  else
+    for i = 6, 5 + tonumber(ARGV[5]) do
+      redis.call('ZADD', KEYS[3], '+inf', ARGV[i])
+    end
+  end
+  if redis.call('ZCARD', KEYS[3]) > tonumber(ARGV[3]) + 1 then
+    redis.call('DEL', KEYS[3])
+  else
+    redis.call('PEXPIRE', KEYS[3], ARGV[1])
   end
 end
 return 1`)
@@ -199,15 +219,27 @@ func (c *Cache) changeLists(ctx context.Context, command string, byUser map[stri
 	}
 	pipe := c.rdb.Pipeline()
 	for user, convs := range byUser {
-		args := make([]any, 0, len(convs)+4)
+		args := make([]any, 0, len(convs)+5)
 		if command == "SREM" {
 			limit = 1 << 30 // removing never grows a list
 		}
-		args = append(args, ms(c.opts.StateTTL), command, limit, randomVersion())
+		// The groups' conversations first: they are the ones the user's order holds without
+		// a send.
+		groups := 0
+		args = append(args, ms(c.opts.StateTTL), command, limit, randomVersion(), 0)
 		for _, id := range convs {
-			args = append(args, id)
+			if conv, err := im.ParseConversationID(id); err == nil && conv.Kind.IsGroup() {
+				args = append(args, id)
+				groups++
+			}
 		}
-		changeList.Eval(ctx, pipe, c.listKeys(user), args...)
+		for _, id := range convs {
+			if conv, err := im.ParseConversationID(id); err != nil || !conv.Kind.IsGroup() {
+				args = append(args, id)
+			}
+		}
+		args[4] = groups
+		changeList.Eval(ctx, pipe, append(c.listKeys(user), c.orderKey(user)), args...)
 	}
 	_, err := pipe.Exec(ctx)
 	return cacheError("change conversation lists", err)

@@ -24,6 +24,7 @@
 //	<prefix>{u:<userID>}:convs                set: the IDs on the user's conversation list, with "" marking it filled (conversation_list.go)
 //	<prefix>{u:<userID>}:convsv               string: the conversation list's version, moved by every change from a random start
 //	<prefix>{g:<groupID>}:members             hash {"": version, <userID>: role, "-" not a member, "?" held}: the memberships read so far (group_membership.go)
+//	<prefix>{u:<userID>}:order                sorted set: the list in its order, chats by minus their newest send time, groups and "" (filled) at +inf (conversation_order.go)
 //	<prefix>{u:<userID>}:log                  hash {epoch, pos, <conversationID>|x, <conversationID>|m}: the event log's head and the max and min seqs it has seen
 //	<prefix>{u:<userID>}:events               list: the user's events, oldest first (also the pub/sub channel's name)
 //	<prefix>{u:<userID>}:evkeys               sorted set: the keys of the changes the log announced, by time, kept as long as the events

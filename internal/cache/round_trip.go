@@ -14,6 +14,10 @@ type Call struct {
 	// and the key count), or "" when it names none. For a command that takes no key it is
 	// the first argument when that is a string ("client setinfo" gives "setinfo").
 	Key string
+	// Args is how many arguments follow the name (MGET's keys; HMGET's key and fields; a
+	// script's hash, key count, keys and arguments): a command reading more keys or fields
+	// carries more.
+	Args int
 }
 
 // RoundTripObserver is told of each Redis round trip before it is made: one command, or one
@@ -51,8 +55,8 @@ func (h roundTripHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 }
 
 func callOf(cmd redis.Cmder) Call {
-	c := Call{Name: cmd.Name()}
 	args := cmd.Args()
+	c := Call{Name: cmd.Name(), Args: max(0, len(args)-1)}
 	first := 1
 	if c.Name == "evalsha" || c.Name == "eval" { // EVALSHA sha numkeys key...
 		first = 3

@@ -192,6 +192,9 @@ func (r *statesRead) result() (States, error) {
 type ConversationRaise struct {
 	ConversationID           string
 	MaxSeq, MinSeq, LastTime *int64
+	// Users, for a send to a single chat or a user's notifications, are the users whose
+	// conversation order moves the conversation forward to LastTime (conversation_order.go).
+	Users []string
 }
 
 // UserRaise raises one user's cached read state in one conversation; a nil field is left alone.
@@ -237,6 +240,7 @@ func (c *Cache) RaiseStates(ctx context.Context, convs []ConversationRaise, user
 		}
 		raiseReadState.Eval(ctx, pipe, []string{c.readStateKey(r.UserID)}, ttl, r.ConversationID, read, minSeq)
 	}
+	c.queueOrderRaises(ctx, pipe, convs)
 	_, err := pipe.Exec(ctx)
 	return cacheError("raise states", err)
 }

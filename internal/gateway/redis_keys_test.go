@@ -34,6 +34,7 @@ var keyFamilies = []struct {
 	{"conversation list", regexp.MustCompile(`^msggate:\{u:[^}]+\}:convs$`), 7 * 24 * time.Hour},
 	{"conversation list version", regexp.MustCompile(`^msggate:\{u:[^}]+\}:convsv$`), 7 * 24 * time.Hour},
 	{"group memberships", regexp.MustCompile(`^msggate:\{g:[^}]+\}:members$`), 7 * 24 * time.Hour},
+	{"conversation order", regexp.MustCompile(`^msggate:\{u:[^}]+\}:order$`), 7 * 24 * time.Hour},
 	{"event log head", regexp.MustCompile(`^msggate:\{u:[^}]+\}:log$`), cache.DefaultEventLogMaxAge},
 	{"event log", regexp.MustCompile(`^msggate:\{u:[^}]+\}:events$`), cache.DefaultEventLogMaxAge},
 	{"event keys", regexp.MustCompile(`^msggate:\{u:[^}]+\}:evkeys$`), cache.DefaultEventLogMaxAge},
@@ -49,10 +50,10 @@ var keyFamilies = []struct {
 }
 
 // Ensure every key a representative workload leaves in Redis expires within its family's
-// bound (and event logs keep at most -event-log-len events): sends, reads, syncState of a user
-// who never had an event, syncDifference, a live subscription, mark-read, revoke, delete,
-// clear, a group's change and a read of it, a persisted query, and refusals by the user and
-// the address rate limits.
+// bound (and event logs keep at most -event-log-len events): sends, reads, a conversation list
+// page, syncState of a user who never had an event, syncDifference, a live subscription,
+// mark-read, revoke, delete, clear, a group's change and a read of it, a persisted query, and
+// refusals by the user and the address rate limits.
 func TestEveryRedisKeyExpires(t *testing.T) {
 	const logLen = 5
 	g := gatewaytest.StartWith(t, func(c *gateway.Config) { c.EventLogMaxLen = logLen })
@@ -69,6 +70,7 @@ func TestEveryRedisKeyExpires(t *testing.T) {
 		t.Fatalf("live event %+v", ev)
 	}
 	g.Statuses(bob, conv, 1, 2, 3)
+	g.Query(bob, `{ viewer { conversations(first: 5) { nodes { id } } } }`, nil, &struct{}{})
 	var state struct{ SyncState struct{ Token string } }
 	g.Query(bob, `{ syncState(first: 10) { token } }`, nil, &state)
 	g.Query(erin, `{ syncState(first: 10) { token } }`, nil, &struct{}{}) // erin's log is created by this read
@@ -140,6 +142,11 @@ func TestEveryRedisKeyExpires(t *testing.T) {
 		}
 		if f.name == "conversation list" {
 			if n := rdb.SCard(ctx, key).Val(); n > imsync.MaxConversationsPerUser {
+				t.Errorf("%s holds %d conversations, more than the %d a list is read with", key, n, imsync.MaxConversationsPerUser)
+			}
+		}
+		if f.name == "conversation order" {
+			if n := rdb.ZCard(ctx, key).Val(); n > imsync.MaxConversationsPerUser+1 { // and the filled marker
 				t.Errorf("%s holds %d conversations, more than the %d a list is read with", key, n, imsync.MaxConversationsPerUser)
 			}
 		}

@@ -57,3 +57,54 @@ func ByActivity(all []SeqState) []SeqState {
 	})
 	return states
 }
+
+// ListPosition is a place in the order of a conversation list (newest activity first, ties by
+// conversation ID): where a page ended, so that the next page starts right after it even when
+// conversations before it moved meanwhile.
+type ListPosition struct {
+	Time           int64
+	ConversationID string
+}
+
+// PositionOf is the place of a conversation in its list's order.
+func PositionOf(st SeqState) ListPosition {
+	return ListPosition{Time: st.LastTime, ConversationID: st.ConversationID}
+}
+
+// Precedes reports whether a conversation of activity time t and ID id comes after p in the
+// order.
+func (p ListPosition) Precedes(t int64, id string) bool {
+	if t != p.Time {
+		return t < p.Time
+	}
+	return id > p.ConversationID
+}
+
+// ConversationPage is one page of a user's conversation list, in the list's order.
+type ConversationPage struct {
+	States []SeqState
+	// End is the place of the page's last conversation (zero on an empty page): the next
+	// page starts after it.
+	End     ListPosition
+	HasMore bool
+}
+
+// PageAfter cuts the page of at most n conversations after the position after (nil: the first
+// page) out of a whole list in activity order (ByActivity).
+func PageAfter(list []SeqState, after *ListPosition, n int) ConversationPage {
+	start := 0
+	if after != nil {
+		start, _ = slices.BinarySearchFunc(list, *after, func(st SeqState, p ListPosition) int {
+			if p.Precedes(st.LastTime, st.ConversationID) {
+				return 1
+			}
+			return -1
+		})
+	}
+	end := min(start+n, len(list))
+	p := ConversationPage{States: list[start:end], HasMore: end < len(list)}
+	if end > start {
+		p.End = PositionOf(list[end-1])
+	}
+	return p
+}

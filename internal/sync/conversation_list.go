@@ -1,17 +1,21 @@
 package sync
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/im"
 )
 
-// MaxConversationsPerUser bounds the conversations a user's list is built from. The list is
-// sorted by activity in memory (activity lives in each conversation's seq state, which every
-// send already updates, so no per-member index has to be rewritten on every message).
-const MaxConversationsPerUser = 10000
+// MaxConversationsPerUser bounds the conversations a user's list is built from. A page of the
+// list is cut from the user's cached order (ConversationPage), which every send to a single
+// chat keeps; a group's conversations are placed by their seq state, which every send already
+// updates, so no send writes to every member of a group.
+const MaxConversationsPerUser = cache.MaxConversationList
 
 // UserConversations returns userID's conversations that hold messages, with their state,
 // newest activity first (ties by conversation ID). One Redis round trip reads the list (or,
@@ -20,9 +24,16 @@ const MaxConversationsPerUser = 10000
 // changed needs; a changed list costs more round trips. On a miss the list is one MongoDB
 // query, then a fill; a Redis failure is logged and served from MongoDB.
 func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]im.SeqState, error) {
+	return l.wholeList(ctx, userID, false)
+}
+
+// wholeList is UserConversations; with fillOrder, it also caches the user's order from the
+// list and states it read, unless they may be cut short or come from MongoDB because Redis
+// failed.
+func (l *Ledger) wholeList(ctx context.Context, userID string, fillOrder bool) ([]im.SeqState, error) {
 	known := l.lastLists.get(userID)
 	cached, guessed, cacheErr := l.cache.GetConversationListWithStates(ctx, userID, known)
-	ids, err := l.listFrom(ctx, userID, cached, cacheErr)
+	ids, complete, err := l.listFrom(ctx, userID, cached, cacheErr)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +58,142 @@ func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]im.Seq
 		version = cached.Version
 	}
 	l.lastLists.remember(userID, ids, version)
+	if fillOrder && complete && cacheErr == nil {
+		l.fillOrder(ctx, userID, version, states[0])
+	}
 	return im.ByActivity(states[0]), nil
+}
+
+// fillOrder caches userID's order made of the whole list, as read at version, with its states.
+func (l *Ledger) fillOrder(ctx context.Context, userID, version string, states []im.SeqState) {
+	var groups []string
+	entries := make([]cache.OrderEntry, 0, len(states))
+	for _, st := range states {
+		if conv, err := im.ParseConversationID(st.ConversationID); err == nil && conv.Kind.IsGroup() {
+			groups = append(groups, st.ConversationID)
+		} else if st.MaxSeq > 0 {
+			entries = append(entries, cache.OrderEntry{ConversationID: st.ConversationID, Time: st.LastTime})
+		}
+	}
+	if err := l.cache.FillConversationOrder(ctx, userID, version, groups, entries, MaxConversationsPerUser); err != nil {
+		l.opts.Logger.WarnContext(ctx, "filling the conversation order cache failed", "err", err)
+	}
+}
+
+// shortList is the longest list a page reads whole, when this instance remembers it
+// (lastLists): its version and all its states in one round trip cost less than the order's
+// script and its answer (docs/performance.md).
+const shortList = 64
+
+// ConversationPage returns the page of at most n of userID's conversations after the position
+// after (nil: the first page), newest activity first, with their states: what
+// im.PageAfter cuts from UserConversations, without reading the whole list. One Redis round
+// trip reads the page's place in the user's order, the user's groups, and the states of the
+// conversations this instance's last page of the user needed (lastPages); conversations it
+// did not guess cost one more. A group's conversations are placed by their states, so a page
+// reads every group's state however many conversations the list holds besides. When the order
+// is not cached (or Redis fails) the page is cut from the whole list, which fills the order; so
+// is it from a short list (shortList).
+func (l *Ledger) ConversationPage(ctx context.Context, userID string, after *im.ListPosition, n int) (im.ConversationPage, error) {
+	if known := l.lastLists.get(userID); known.IDs != nil && len(known.IDs) <= shortList {
+		list, err := l.wholeList(ctx, userID, false)
+		if err != nil {
+			return im.ConversationPage{}, err
+		}
+		return im.PageAfter(list, after, n), nil
+	}
+	guess := l.lastPages.get(userID).IDs
+	ordered, guessed, err := l.cache.GetConversationPage(ctx, userID, after, n+1, guess)
+	if err != nil {
+		l.opts.Logger.WarnContext(ctx, "reading the whole conversation list: cache failed", "err", err)
+	}
+	if err != nil || !ordered.Cached || ordered.Size <= shortList {
+		// Read whole, a short list is remembered (lastLists) and read so from then on.
+		list, err := l.wholeList(ctx, userID, err == nil && !ordered.Cached)
+		if err != nil {
+			return im.ConversationPage{}, err
+		}
+		return im.PageAfter(list, after, n), nil
+	}
+	need := make([]string, 0, len(ordered.Entries)+len(ordered.Groups))
+	for _, e := range ordered.Entries {
+		need = append(need, e.ConversationID)
+	}
+	need = append(need, ordered.Groups...)
+	states, err := l.pageStates(ctx, userID, need, guess, guessed)
+	if err != nil {
+		return im.ConversationPage{}, err
+	}
+	l.lastPages.remember(userID, need, "")
+	type placed struct {
+		st im.SeqState
+		at int64 // the time the conversation is ordered by
+	}
+	all := make([]placed, 0, len(need))
+	for i, e := range ordered.Entries {
+		// A send after the order was read shows in the state, not yet in the page's order.
+		all = append(all, placed{states[i], e.Time})
+	}
+	for _, st := range states[len(ordered.Entries):] {
+		if st.MaxSeq > 0 && (after == nil || after.Precedes(st.LastTime, st.ConversationID)) {
+			all = append(all, placed{st, st.LastTime})
+		}
+	}
+	slices.SortFunc(all, func(a, b placed) int {
+		if c := cmp.Compare(b.at, a.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.st.ConversationID, b.st.ConversationID)
+	})
+	page := im.ConversationPage{HasMore: len(all) > n}
+	all = all[:min(n, len(all))]
+	page.States = make([]im.SeqState, len(all))
+	for i, p := range all {
+		page.States[i] = p.st
+	}
+	if len(all) > 0 {
+		last := all[len(all)-1]
+		page.End = im.ListPosition{Time: last.at, ConversationID: last.st.ConversationID}
+	}
+	return page, nil
+}
+
+// pageStates returns userID's states in the conversations need, aligned with it: those that
+// the read of the order found fully cached under guess as read there, the rest read now (Redis,
+// then MongoDB for what it misses).
+func (l *Ledger) pageStates(ctx context.Context, userID string, need, guess []string, guessed cache.States) ([]im.SeqState, error) {
+	at := make(map[string]int, len(guess))
+	if len(guessed.Conversations) == 1 && len(guessed.Users) == 1 {
+		for i, id := range guess {
+			if guessed.Conversations[0][i].Cached && guessed.Users[0][i].Cached {
+				at[id] = i
+			}
+		}
+	}
+	out := make([]im.SeqState, len(need))
+	var rest []string
+	var restAt []int
+	for i, id := range need {
+		j, ok := at[id]
+		if !ok {
+			rest, restAt = append(rest, id), append(restAt, i)
+			continue
+		}
+		cv, us := guessed.Conversations[0][j], guessed.Users[0][j]
+		out[i] = im.SeqState{ConversationID: id, MaxSeq: cv.MaxSeq, MinSeq: cv.MinSeq, LastTime: cv.LastTime,
+			ReadSeq: us.ReadSeq, UserMinSeq: us.UserMinSeq, ChunksVersion: cv.ChunksVersion}
+	}
+	if len(rest) == 0 {
+		return out, nil
+	}
+	read, _, err := l.statesMany(ctx, []cache.StateQuery{{UserID: userID, ConversationIDs: rest}}, false)
+	if err != nil {
+		return nil, err
+	}
+	for k, i := range restAt {
+		out[i] = read[0][k]
+	}
+	return out, nil
 }
 
 // conversationList returns the IDs on userID's conversation list: from Redis, else from
@@ -55,29 +201,30 @@ func (l *Ledger) UserConversations(ctx context.Context, userID string) ([]im.Seq
 // served from MongoDB.
 func (l *Ledger) conversationList(ctx context.Context, userID string) ([]string, error) {
 	cached, cacheErr := l.cache.GetConversationList(ctx, userID)
-	return l.listFrom(ctx, userID, cached, cacheErr)
+	ids, _, err := l.listFrom(ctx, userID, cached, cacheErr)
+	return ids, err
 }
 
 // listFrom completes a read of userID's cached list (cacheErr: it failed): the cached IDs, else
-// the list from MongoDB, filled into Redis when Redis answered.
-func (l *Ledger) listFrom(ctx context.Context, userID string, cached cache.ConversationList, cacheErr error) ([]string, error) {
+// the list from MongoDB, filled into Redis when Redis answered. complete is false when the list
+// may have been cut short at MaxConversationsPerUser.
+func (l *Ledger) listFrom(ctx context.Context, userID string, cached cache.ConversationList, cacheErr error) (ids []string, complete bool, err error) {
 	if cacheErr != nil {
 		l.opts.Logger.WarnContext(ctx, "reading the conversation list from MongoDB: cache failed", "err", cacheErr)
 	} else if cached.Cached {
-		return cached.IDs[:min(len(cached.IDs), MaxConversationsPerUser)], nil
+		return cached.IDs[:min(len(cached.IDs), MaxConversationsPerUser)], len(cached.IDs) <= MaxConversationsPerUser, nil
 	}
 	list, err := l.lists.Load(ctx, userID)()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	ids := list.IDs
 	// A list read cut short at the limit is not cached: it names an arbitrary part of the list.
 	if cacheErr == nil && !list.Truncated {
-		if err := l.cache.FillConversationList(ctx, userID, cached.Version, ids); err != nil {
+		if err := l.cache.FillConversationList(ctx, userID, cached.Version, list.IDs); err != nil {
 			l.opts.Logger.WarnContext(ctx, "filling the conversation list cache failed", "err", err)
 		}
 	}
-	return ids, nil
+	return list.IDs, !list.Truncated, nil
 }
 
 // AddUserConversations puts conversations on users' lists: MongoDB, then the cached lists. The

@@ -47,8 +47,9 @@ type Ledger struct {
 	lists    *dataloader.Loader[string, storedList]
 	userSeqs *dataloader.Loader[chunkstore.UserSeqKey, chunkstore.UserSeqs]
 	// lastLists remembers the conversation lists read last, so that the next read of one
-	// can take its states in the same round trip (UserConversations).
-	lastLists listMemo
+	// can take its states in the same round trip (UserConversations); lastPages, the
+	// conversations the last page of each user's list needed (ConversationPage).
+	lastLists, lastPages listMemo
 }
 
 // NewLedger returns a Ledger over the store and the cache, with this instance's Outbox and
@@ -240,7 +241,11 @@ func (l *Ledger) RecordStored(ctx context.Context, msgs []StoredMessage) error {
 	}
 	convs := make([]cache.ConversationRaise, 0, len(stored))
 	for conv, m := range stored {
-		convs = append(convs, cache.ConversationRaise{ConversationID: conv, MaxSeq: &m.Seq, LastTime: &m.Time})
+		r := cache.ConversationRaise{ConversationID: conv, MaxSeq: &m.Seq, LastTime: &m.Time}
+		if c, err := im.ParseConversationID(conv); err == nil && !c.Kind.IsGroup() {
+			r.Users = c.UserIDs // their order moves the conversation forward; a group's is read from its state
+		}
+		convs = append(convs, r)
 	}
 	users := make([]cache.UserRaise, 0, len(senderReads))
 	for k, seq := range senderReads {
