@@ -24,7 +24,7 @@ import (
 func Import(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var resume bool
 	m, fs, err := openForCommand(ctx, "import", args, stderr, func(fs *flag.FlagSet) {
-		fs.BoolVar(&resume, "resume", false, "continue after the last batch an earlier run of the same FILE stored (FILE"+positionSuffix+")")
+		fs.BoolVar(&resume, "resume", false, "continue after the position an earlier run of the same FILE recorded in FILE"+positionSuffix)
 	})
 	if err != nil {
 		return err
