@@ -3,6 +3,11 @@
 // starts, so it needs a source checkout and redis-server, as the tests do.
 //
 //	go run ./cmd/bench [-duration D] [-rounds N] [-c N] [-cold N] [-only NAME] [-dir D] [-cpuprofile F]
+//
+// With -write-import FILE it only writes a file for `msggate import` (bench.WriteImportFile)
+// and exits:
+//
+//	go run ./cmd/bench -write-import FILE [-import-messages N] [-import-conversations N] [-import-grouped]
 package main
 
 import (
@@ -32,11 +37,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.BigList, "big", bench.DefaultBigList, "conversations of the second viewer, whose list page is measured against the first's (20)")
 	fs.StringVar(&o.Only, "only", "", "measure only the pages whose name contains this (for example \"list\" or \"by seq\")")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured runs (gateway, baselines and load together) to this file")
+	importFile := fs.String("write-import", "", "only write a JSON Lines file for `msggate import` to this path, and exit")
+	var imp bench.ImportFileOptions
+	fs.IntVar(&imp.Messages, "import-messages", 1_000_000, "messages in the -write-import file")
+	fs.IntVar(&imp.Conversations, "import-conversations", 10_000, "single chats in the -write-import file")
+	fs.BoolVar(&imp.Grouped, "import-grouped", false, "write each chat's messages together (default: message i in chat i mod N, so every import batch touches many chats)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *importFile != "" {
+		return writeImportFile(*importFile, imp, stdout)
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -54,4 +67,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	_, err := bench.Run(ctx, o)
 	return err
+}
+
+// writeImportFile writes the file -write-import asks for.
+func writeImportFile(path string, o bench.ImportFileOptions, stdout io.Writer) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := bench.WriteImportFile(f, o); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: %d messages over %d chats\n", path, o.Messages, o.Conversations)
+	return nil
 }

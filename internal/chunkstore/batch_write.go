@@ -14,10 +14,24 @@ import (
 // inside it: on the embedded FerretDB, 500 inserts take a fraction of a second.
 const writeBatch = 500
 
+// updateBatch bounds the update statements one update command carries, far below writeBatch.
+// FerretDB 1.24 keeps the query of each update statement open (one of the database's 100
+// SQLite connections) until the whole command ends, and its write needs one more: a command
+// of 99 statements that match takes the whole pool, slower per statement as it grows, and at
+// 100 it waits for a connection that only its own end would free, until the client's timeout
+// (issue 31: an import batch over 100 conversations). Concurrent commands share the pool, so
+// each must take a small part of it.
+const updateBatch = 16
+
 // inBatches calls write for consecutive slices of at most writeBatch of n items.
 func inBatches(n int, write func(from, to int) error) error {
-	for from := 0; from < n; from += writeBatch {
-		if err := write(from, min(from+writeBatch, n)); err != nil {
+	return inBatchesOf(writeBatch, n, write)
+}
+
+// inBatchesOf calls write for consecutive slices of at most size of n items.
+func inBatchesOf(size, n int, write func(from, to int) error) error {
+	for from := 0; from < n; from += size {
+		if err := write(from, min(from+size, n)); err != nil {
 			return err
 		}
 	}
@@ -46,9 +60,9 @@ func insertNew(ctx context.Context, c *mongo.Collection, op string, docs []any) 
 	return dups, err
 }
 
-// bulkWriteBatches runs models as unordered bulk writes of at most writeBatch each.
+// bulkWriteBatches runs update models as unordered bulk writes of at most updateBatch each.
 func bulkWriteBatches(ctx context.Context, c *mongo.Collection, op string, models []mongo.WriteModel) error {
-	return inBatches(len(models), func(from, to int) error {
+	return inBatchesOf(updateBatch, len(models), func(from, to int) error {
 		_, err := c.BulkWrite(ctx, models[from:to], options.BulkWrite().SetOrdered(false))
 		return storeError(op, err)
 	})

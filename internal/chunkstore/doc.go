@@ -59,7 +59,8 @@
 // document), sort and limit, unique indexes and
 // duplicate-key errors. No transactions, aggregation slices or change streams. On FerretDB only a
 // filter that is exactly {_id: <string>} is left to SQLite (every other one is matched in Go on
-// every document, $in on _id too), so there a few documents are read by concurrent finds by
-// _id rather than one $in, and a conditional update of a chunk is tested on the chunk read
-// under the document's lock (conditional_update.go).
+// every document, $in on _id too), so there documents are read by finds by _id, a few at a
+// time, rather than one $in; an update command carries few statements (batch_write.go); and a
+// conditional update of a chunk is tested on the chunk read under the document's lock
+// (conditional_update.go).
 package chunkstore

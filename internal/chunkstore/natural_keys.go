@@ -140,22 +140,17 @@ func (s *Store) keyFilter(coll, id string, fields bson.D) bson.D {
 // maxPointReads bounds the finds by _id one call sends at a time on FerretDB.
 const maxPointReads = 8
 
-// maxPointReadsPerCall is where one $in may beat finds by _id on FerretDB. It was measured
-// without the _id index embedded.IndexIDs adds (a FerretDB msggate reaches by URI lacks it):
-// there each find is SQLite reading the collection's rows up to the match (half of them on
-// average), and the $in is FerretDB decoding all of them once, about 15 times as costly per
-// row. With the index a find costs the same on any collection and the $in still decodes all
-// of it, so there the bound is conservative.
-const maxPointReadsPerCall = 16
-
 // findByIDs reads the documents with the given _ids. On MongoDB that is one $in query, which
 // the _id index answers. On FerretDB, whose $in decodes the whole collection, it is one find
-// per _id, sent concurrently, so the caller waits about one round trip for a handful of
-// documents; past maxPointReadsPerCall of them, one $in again. Absent documents are simply
-// not in the answer.
+// per _id, maxPointReads at a time, so the caller waits about one round trip for a handful of
+// documents and a round trip per maxPointReads more: the cost follows the documents asked for,
+// never the collection's size. (One $in past 16 documents was cheaper on a small collection
+// without the _id index; on a collection that grows with every message, as the client
+// message IDs and the chunks do, it became most of an import's time at 20,000 messages.)
+// Absent documents are simply not in the answer.
 func findByIDs[T any](ctx context.Context, s *Store, c *mongo.Collection, op string, ids []string) ([]T, error) {
 	ids = distinct(ids)
-	if !s.ferret || len(ids) > maxPointReadsPerCall {
+	if !s.ferret {
 		return findAll[T](ctx, c, op, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
 	}
 	found := make([]*T, len(ids))

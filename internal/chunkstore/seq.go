@@ -3,6 +3,7 @@ package chunkstore
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -98,26 +99,32 @@ func (s *Store) RaiseMinSeq(ctx context.Context, conversationID string, minSeq i
 	return s.raise(ctx, "raise min seq", map[string]bson.D{conversationID: {{Key: "min_seq", Value: minSeq}}})
 }
 
-// raise applies $max with the given fields to each conversation's seq document.
+// raise applies $max with the given fields to each conversation's seq document, updateBatch
+// documents per command, each command under the locks of its own documents only: $max needs
+// no more, and the time the leases are held stays that of one bounded command however many
+// conversations a write touched.
 func (s *Store) raise(ctx context.Context, op string, values map[string]bson.D) error {
-	if len(values) == 0 {
-		return nil
-	}
-	models := make([]mongo.WriteModel, 0, len(values))
 	convs := make([]string, 0, len(values))
-	for conv, fields := range values {
+	for conv := range values {
 		convs = append(convs, conv)
-		models = append(models, mongo.NewUpdateOneModel().
-			SetFilter(s.seqFilter(conv)).
-			SetUpdate(s.seqUpdate(conv, bson.E{Key: "$max", Value: fields})).
-			SetUpsert(true))
 	}
-	ctx, unlock, err := s.lockDocs(ctx, CollectionSeqs, convs...)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return bulkUpsert(ctx, s.seqs, op, models)
+	slices.Sort(convs)
+	return inBatchesOf(updateBatch, len(convs), func(from, to int) error {
+		batch := convs[from:to]
+		models := make([]mongo.WriteModel, len(batch))
+		for i, conv := range batch {
+			models[i] = mongo.NewUpdateOneModel().
+				SetFilter(s.seqFilter(conv)).
+				SetUpdate(s.seqUpdate(conv, bson.E{Key: "$max", Value: values[conv]})).
+				SetUpsert(true)
+		}
+		lctx, unlock, err := s.lockDocs(ctx, CollectionSeqs, batch...)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		return bulkUpsert(lctx, s.seqs, op, models)
+	})
 }
 
 // seqFilter finds a conversation's seq document.
@@ -136,19 +143,21 @@ func (s *Store) seqUpdate(conversationID string, op bson.E) bson.D {
 	return u
 }
 
-// bulkUpsert runs upserts in one unordered bulk write. Two concurrent upserts of the same new
+// bulkUpsert runs upserts in unordered bulk writes of at most updateBatch each. Two concurrent upserts of the same new
 // document can race on the unique index and the loser fails with a duplicate key; the document
 // exists by then, so running the batch again applies the loser's update ($max and $setOnInsert
 // updates are idempotent).
 func bulkUpsert(ctx context.Context, c *mongo.Collection, op string, models []mongo.WriteModel) error {
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		_, err = c.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
-		if err == nil || !allDuplicateKeys(err) {
-			break
+	return inBatchesOf(updateBatch, len(models), func(from, to int) error {
+		var err error
+		for attempt := 0; attempt < 3; attempt++ {
+			_, err = c.BulkWrite(ctx, models[from:to], options.BulkWrite().SetOrdered(false))
+			if err == nil || !allDuplicateKeys(err) {
+				break
+			}
 		}
-	}
-	return storeError(op, err)
+		return storeError(op, err)
+	})
 }
 
 // FindConversationSeqs reads the seq documents of the conversations: by _id (findByIDs), or in

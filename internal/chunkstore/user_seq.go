@@ -66,12 +66,15 @@ func (s *Store) raiseUser(ctx context.Context, op string, values map[UserSeqKey]
 			SetUpdate(update).
 			SetUpsert(true))
 	}
-	ctx, unlock, err := s.lockDocs(ctx, CollectionUserSeqs, keys...)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return bulkUpsert(ctx, s.userSeqs, op, models)
+	// As raise: each bounded command under the locks of its own documents.
+	return inBatchesOf(updateBatch, len(models), func(from, to int) error {
+		lctx, unlock, err := s.lockDocs(ctx, CollectionUserSeqs, keys[from:to]...)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		return bulkUpsert(lctx, s.userSeqs, op, models[from:to])
+	})
 }
 
 // FindUserSeqs reads the given users' states: by _id (findByIDs), or in one query by field in

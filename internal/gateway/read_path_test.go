@@ -93,9 +93,9 @@ func TestMissingSeqIsPlaceholder(t *testing.T) {
 }
 
 // Ensure one request reading history from 20 conversations costs one Redis round trip for
-// chunks and at most one MongoDB query for chunk data, cold or warm, and no chunk round trip
-// once the instance holds the chunks in memory. (On FerretDB a batch of up to 16 chunks is
-// read by one find by _id per chunk, sent at once; these 20 are one $in.)
+// chunks and, cold, one batch of chunk reads, and no chunk round trip once the instance holds
+// the chunks in memory. (On FerretDB a batch is one find by _id per chunk, a few at once,
+// since its $in decodes the whole collection: 20 finds here, whatever the store holds.)
 func TestHistoryOfTwentyConversationsIsBatched(t *testing.T) {
 	g := gatewaytest.Start(t)
 	var q strings.Builder
@@ -139,7 +139,7 @@ func TestHistoryOfTwentyConversationsIsBatched(t *testing.T) {
 	if err := g.Redis.FlushAll(); err != nil {
 		t.Fatal(err)
 	}
-	check("cold", 1, 1) // 20 chunks: past what finds by _id are worth on FerretDB, one $in
+	check("cold", 20, 1) // 20 chunks, one find by _id each on FerretDB
 	// Warm, the data costs two Redis round trips: seq state, then chunks (the rate limiter's
 	// own round trip comes on top).
 	if trips := check("warm", 0, 1); trips != 2 {

@@ -25,6 +25,7 @@ type env struct {
 	ctx    context.Context
 	store  *chunkstore.Store
 	ledger *imsync.Ledger
+	cache  *cache.Cache
 	in     *ingest.Ingester
 	// db and redisAddr are where the stores are, for a second write path on them (reopen).
 	db        *mongo.Database
@@ -52,7 +53,7 @@ func openOn(t *testing.T, db *mongo.Database, redisAddr string) *env {
 	t.Cleanup(func() { _ = rdb.Close() })
 	c := cache.New(rdb, cache.Options{})
 	ledger := imsync.NewLedger(store, c, imsync.Options{})
-	return &env{ctx: ctx, store: store, ledger: ledger, in: ingest.New(store, c, ledger, ingest.Options{}), db: db, redisAddr: redisAddr}
+	return &env{ctx: ctx, store: store, ledger: ledger, cache: c, in: ingest.New(store, c, ledger, ingest.Options{}), db: db, redisAddr: redisAddr}
 }
 
 // reopen opens a second write path on e's stores, as a gateway started afterwards would.

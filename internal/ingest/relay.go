@@ -18,6 +18,12 @@ type RelayOptions struct {
 	// Batch bounds the intents taken per look; their chunks are read in one store read.
 	// Default 50.
 	Batch int
+	// MaxMessages bounds the messages of the send intents taken per look (one intent is taken
+	// however many it names). An import that failed leaves intents of 500 messages each (a
+	// batch of up to 1,000 from other callers): fifty of them at once are more chunk reads and
+	// seq raises than a look can finish in Retry, so the look would fail and come back, again
+	// and again, on a store that also serves the gateway's readers. Default 500.
+	MaxMessages int
 	// Retry is how long an intent taken is left alone before it is tried again, by this
 	// instance or another, when finishing it failed (Redis or the store down), doubling with
 	// each try up to a minute; and how long one look may take. Default 5s.
@@ -47,6 +53,9 @@ func NewRelay(in *Ingester, opts RelayOptions) *Relay {
 	}
 	if opts.Batch <= 0 {
 		opts.Batch = 50
+	}
+	if opts.MaxMessages <= 0 {
+		opts.MaxMessages = 500
 	}
 	if opts.Retry <= 0 {
 		opts.Retry = 5 * time.Second
@@ -87,7 +96,11 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	var claimed []chunkstore.Intent
+	messages := 0
 	for _, it := range due {
+		if messages += len(it.Messages); messages > r.opts.MaxMessages && len(claimed) > 0 {
+			break // left due, for the next look
+		}
 		// Each failed try doubles the wait before the next, up to a minute: an intent that
 		// cannot be finished now (its store or Redis is down) costs little while it waits.
 		ok, err := r.in.store.ClaimIntent(ctx, it, now.Add(min(r.opts.Retry<<min(it.Tries, 4), time.Minute)))
