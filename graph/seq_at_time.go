@@ -2,11 +2,9 @@ package graph
 
 import (
 	"context"
-	gosync "sync"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
-	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/msggate/msggate/graph/model"
 	"github.com/msggate/msggate/internal/history"
@@ -52,25 +50,12 @@ func seqsAtTimeOf(ctx context.Context, h history.Reader, f graphql.CollectedFiel
 		direction = &d
 	}
 	seqs := make([]*int64, len(nodes))
-	errs := make([]error, len(nodes))
-	var wg gosync.WaitGroup
 	siblings := withSiblings(ctx)
-	for i := range nodes {
-		wg.Go(func() {
-			defer func() {
-				if p := recover(); p != nil {
-					errs[i] = graphql.GetOperationContext(ctx).RecoverFunc(ctx, p)
-				}
-			}()
-			seqs[i], errs[i] = seqAtTimeOf(siblings, h, nodes[i].ID, sendTime, direction)
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			path := append(graphql.GetFieldContext(ctx).Path(), ast.PathName("nodes"), ast.PathIndex(i), ast.PathName(f.Alias))
-			return &gqlerror.Error{Err: err, Message: err.Error(), Path: path}
-		}
+	if err := eachNode(ctx, f, len(nodes), func(i int) (err error) {
+		seqs[i], err = seqAtTimeOf(siblings, h, nodes[i].ID, sendTime, direction)
+		return err
+	}); err != nil {
+		return err
 	}
 	for i := range nodes {
 		if nodes[i].SeqsAtTime == nil {

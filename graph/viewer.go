@@ -242,25 +242,42 @@ func historiesOf(ctx context.Context, h history.Reader, f graphql.CollectedField
 		q.AroundClientMsgID = &id
 	}
 	pages := make([]*model.History, len(nodes))
-	errs := make([]error, len(nodes))
-	var wg gosync.WaitGroup
 	siblings := withSiblings(ctx)
+	if err := eachNode(ctx, f, len(nodes), func(i int) error {
+		p, err := h.Page(siblings, nodes[i].ID, q)
+		if err != nil {
+			return err
+		}
+		pages[i] = &model.History{Messages: messagesOf(p.Messages), HasMoreBefore: p.HasMoreBefore, HasMoreAfter: p.HasMoreAfter}
+		return nil
+	}); err != nil {
+		return err
+	}
 	for i := range nodes {
+		if nodes[i].Histories == nil {
+			nodes[i].Histories = map[*ast.Field]*model.History{}
+		}
+		nodes[i].Histories[f.Field] = pages[i]
+	}
+	return nil
+}
+
+// eachNode runs read for each of n nodes of a conversation page side by side, for the field f
+// of every node, and returns the first failure as that node's field's error (the writer writes
+// the nodes, so no null can stand in for one).
+func eachNode(ctx context.Context, f graphql.CollectedField, n int, read func(i int) error) error {
+	errs := make([]error, n)
+	var wg gosync.WaitGroup
+	for i := range n {
 		wg.Go(func() {
 			// gqlgen recovers a resolver's panics on the resolver's goroutine only: one here
-			// would end the process. It fails this node's page as a resolver's would fail
-			// its field.
+			// would end the process. It fails this node's field as a resolver's would.
 			defer func() {
 				if p := recover(); p != nil {
 					errs[i] = graphql.GetOperationContext(ctx).RecoverFunc(ctx, p)
 				}
 			}()
-			p, err := h.Page(siblings, nodes[i].ID, q)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			pages[i] = &model.History{Messages: messagesOf(p.Messages), HasMoreBefore: p.HasMoreBefore, HasMoreAfter: p.HasMoreAfter}
+			errs[i] = read(i)
 		})
 	}
 	wg.Wait()
@@ -269,12 +286,6 @@ func historiesOf(ctx context.Context, h history.Reader, f graphql.CollectedField
 			path := append(graphql.GetFieldContext(ctx).Path(), ast.PathName("nodes"), ast.PathIndex(i), ast.PathName(f.Alias))
 			return &gqlerror.Error{Err: err, Message: err.Error(), Path: path}
 		}
-	}
-	for i := range nodes {
-		if nodes[i].Histories == nil {
-			nodes[i].Histories = map[*ast.Field]*model.History{}
-		}
-		nodes[i].Histories[f.Field] = pages[i]
 	}
 	return nil
 }
