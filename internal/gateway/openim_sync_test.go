@@ -272,20 +272,7 @@ func TestOpenIMMembershipFromKafka(t *testing.T) {
 	live.Subscribe(&bobTok)
 	elsewhere := gatewaytest.ConnectWS(t, other.URL, bob, gatewaytest.WSOptions{})
 	elsewhere.Subscribe(&bobTok)
-	// The consumer group joins in the background: produce until the first record is seen.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		w.push.PushMessage(context.Background(), pushed(first, s1), headers)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := live.Read(ctx)
-		cancel()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the feed delivered nothing within 30 s")
-		}
-	}
+	untilFollowed(t, w, live, first, s1)
 	if ev := nextEvent(t, elsewhere, 2*time.Second); ev.Type != model.SyncEventTypeNewMessage || *ev.Seq != s1 {
 		t.Fatalf("the device on the second instance got %+v, want NEW_MESSAGE %d", ev, s1)
 	}
