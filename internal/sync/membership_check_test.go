@@ -12,6 +12,7 @@ import (
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/im"
 	imsync "github.com/msggate/msggate/internal/sync"
+	"github.com/msggate/msggate/internal/testenv"
 )
 
 // testCheck is how often the hubs of these tests check memberships.
@@ -67,6 +68,18 @@ func waitGroupSubscribers(t *testing.T, hub *imsync.Hub, conv string, n int) {
 	}
 }
 
+// checkingHub is a hub over l's events that checks its subscriptions' groups every testCheck,
+// and a cache of its own on the same Redis (for what the test reads or writes beside l).
+func checkingHub(t *testing.T, l *imsync.Ledger, rs *testenv.RedisServer) (*cache.Cache, *imsync.Hub) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := cache.New(rdb, cache.Options{})
+	hub := imsync.NewHub(l.Events(), c, imsync.HubOptions{MembershipCheck: testCheck})
+	t.Cleanup(func() { _ = hub.Close() })
+	return c, hub
+}
+
 // Ensure a member removed from a group stops receiving its events within a few membership
 // checks, with a LEAVE, even when the hint of the change was lost (its writer died before
 // giving it), while the members who stay keep receiving them.
@@ -74,11 +87,7 @@ func TestRemovedMemberStopsReceivingWhenTheHintIsLost(t *testing.T) {
 	ctx := context.Background()
 	ledgers, store, rs := newLedgers(t, 1)
 	l := ledgers[0]
-	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	c := cache.New(rdb, cache.Options{})
-	hub := imsync.NewHub(l.Events(), c, imsync.HubOptions{MembershipCheck: testCheck})
-	t.Cleanup(func() { _ = hub.Close() })
+	c, hub := checkingHub(t, l, rs)
 	// A writer that dies after changing the members, before telling their devices.
 	dying := imsync.NewLedger(store, c, imsync.Options{Fault: func(step string) error {
 		if step == "resync" {
@@ -150,11 +159,7 @@ func TestMembershipCheckReadsNoListWhileNothingChanges(t *testing.T) {
 	ctx := context.Background()
 	ledgers, _, rs := newLedgers(t, 1)
 	l := ledgers[0]
-	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	c := cache.New(rdb, cache.Options{})
-	hub := imsync.NewHub(l.Events(), c, imsync.HubOptions{MembershipCheck: testCheck})
-	t.Cleanup(func() { _ = hub.Close() })
+	c, hub := checkingHub(t, l, rs)
 	const n = 60
 	members := make([]im.GroupMember, n)
 	for i := range members {
