@@ -2,7 +2,7 @@
 // (internal/bench): the gateway runs in this process, on a redis-server and a FerretDB it
 // starts, so it needs a source checkout and redis-server, as the tests do.
 //
-//	go run ./cmd/bench [-duration D] [-rounds N] [-c N] [-cold N] [-only NAME] [-dir D] [-cpuprofile F]
+//	go run ./cmd/bench [-duration D] [-rounds N] [-c N] [-cold N] [-big N] [-time-length N] [-only NAME] [-dir D] [-cpuprofile F]
 //
 // With -write-import FILE it only writes a file for `msggate import` (bench.WriteImportFile)
 // and exits:
@@ -35,6 +35,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.ColdRequests, "cold", bench.DefaultColdRequests, "cold history pages timed one at a time")
 	fs.StringVar(&o.Dir, "dir", "", "directory for the run's store and redis-server (default: a new temporary one, removed after)")
 	fs.IntVar(&o.BigList, "big", bench.DefaultBigList, "conversations of the second viewer, whose list page is measured against the first's (20)")
+	fs.IntVar(&o.TimeLength, "time-length", bench.DefaultTimeLength, "messages of the conversation the seqAtTime rows search (stored only when -only lets them run)")
 	fs.StringVar(&o.Only, "only", "", "measure only the pages whose name contains this (for example \"list\" or \"by seq\")")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured runs (gateway, baselines and load together) to this file")
 	importFile := fs.String("write-import", "", "only write a JSON Lines file for `msggate import` to this path, and exit")

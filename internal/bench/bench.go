@@ -54,6 +54,9 @@ type Options struct {
 	// BigList is how many conversations the second viewer has, whose list page is measured
 	// against the first viewer's (20 conversations). Default DefaultBigList.
 	BigList int
+	// TimeLength is how many messages the conversation searched by seqAtTime holds. Default
+	// DefaultTimeLength. It is stored only when Only lets the seqAtTime rows run.
+	TimeLength int
 }
 
 // Defaults of Options' zero fields.
@@ -63,6 +66,7 @@ const (
 	DefaultConcurrency  = 32
 	DefaultColdRequests = 50
 	DefaultBigList      = 10000
+	DefaultTimeLength   = 100000
 )
 
 func (o Options) withDefaults() Options {
@@ -83,6 +87,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.BigList <= 0 {
 		o.BigList = DefaultBigList
+	}
+	if o.TimeLength <= 0 {
+		o.TimeLength = DefaultTimeLength
 	}
 	return o
 }
@@ -251,6 +258,13 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	paths = append(paths, "/group/history")
 	scenarios = append(scenarios, scenario{name: groupHistoryName, gateway: gwGroup, handler: handler})
 
+	jump, err := jumpScenarios(ctx, o, g, client, rdb, gwURL, handler)
+	if err != nil {
+		return Report{}, err
+	}
+	scenarios, answers = append(scenarios, jump.scenarios...), append(answers, jump.answers...)
+	baselines, paths = append(baselines, jump.baselines...), append(paths, jump.paths...)
+
 	fmt.Fprintf(o.Out, "storing the same data in an OpenIM deployment (openimtest) and opening a gateway on it in OpenIM mode...\n")
 	oim, err := startOpenIM(ctx, dir, redisServer.URL(), redisServer.Addr(), o.Gateway)
 	if err != nil {
@@ -387,6 +401,14 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if coldName := "history page (100 messages, cold: FerretDB)"; strings.Contains(coldName, o.Only) {
 		fmt.Fprintf(o.Out, "measuring the cold history page: %d requests one at a time, chunks invalidated before each...\n", o.ColdRequests)
 		cold, err := coldPages(ctx, client, g, gwHistory, o.ColdRequests)
+		if err != nil {
+			return Report{}, err
+		}
+		report.Rows = append(report.Rows, rowOf(coldName, "gateway", cold, 0))
+	}
+	if coldName := fmt.Sprintf(seqAtTimeColdName, o.TimeLength); jump.seqAtTime != nil && strings.Contains(coldName, o.Only) {
+		fmt.Fprintf(o.Out, "measuring seqAtTime cold: %d requests one at a time, every chunk invalidated before each...\n", o.ColdRequests)
+		cold, err := coldSeqAtTime(ctx, client, g, *jump.seqAtTime, o.TimeLength, o.ColdRequests)
 		if err != nil {
 			return Report{}, err
 		}
