@@ -30,17 +30,41 @@ const DefaultQuery = `# Welcome to msggate's GraphiQL.
 ` + firstQuery
 
 // TokenQuery is what the query editor shows on a first visit when the page comes with a token
-// (Options.Token).
+// (Options.Token), which only a server that stored the demo data gives: besides the viewer's
+// conversations it jumps into the demo group's history (docs/history.md), which no other
+// deployment holds.
 const TokenQuery = `# Welcome to msggate's GraphiQL.
 #
 # The Headers tab below holds a token that this server made
 # for its demo data: run the query with Ctrl-Enter or the
 # run button. Other users' tokens: msggate token -user bob
-` + firstQuery
+{
+` + viewerQuery + `
+  # Jumping into history (docs/history.md): the first message
+  # of the demo group sent at or after 1 Nov 2026 11:00 UTC,
+  # and the page around seq 101, which alice revoked (102 was
+  # deleted for everyone). Go on with beforeSeq or afterSeq.
+  friends: conversation(id: "sg_friends") {
+    seqAtTime(time: 1793530800000)
+    history(aroundSeq: 101, limit: 5) {
+      hasMoreBefore
+      hasMoreAfter
+      messages {
+        seq
+        sendID
+        content
+        status
+      }
+    }
+  }
+}
+`
 
 // firstQuery lists the viewer's conversations, the first thing a new user wants to see.
-const firstQuery = `{
-  viewer {
+const firstQuery = "{\n" + viewerQuery + "}\n"
+
+// viewerQuery is the viewer's part of the first queries.
+const viewerQuery = `  viewer {
     userID
     totalUnread
     conversations(first: 10) {
@@ -62,7 +86,6 @@ const firstQuery = `{
       }
     }
   }
-}
 `
 
 // Options configures the handler. The zero value serves a page that talks to /query.
