@@ -20,7 +20,8 @@ import (
 // transport does (the content type the Accept header asks for, the status codes the
 // GraphQL-over-HTTP draft gives each kind of error), but writes the executor's data as it is:
 // gqlgen's writer passes the whole response through encoding/json, which scans, validates
-// and compacts the data a second time, a third of the time a warm page of history took.
+// and compacts the data a second time: work the executor already did, and a large part of a
+// warm page's cost (docs/performance.md, the read path's fourth step).
 type postTransport struct{}
 
 const (

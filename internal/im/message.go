@@ -11,7 +11,7 @@ import "encoding/json"
 //
 // The json tags are the encoding of cached chunks in Redis. Empty message fields are left out
 // of both encodings: a chunk document holds 100 messages, and the smaller it is, the faster
-// every store reads it (FerretDB's chunk reads took half the time in the layout benchmark).
+// every store reads it (the layout benchmark's figure is in docs/performance.md).
 // OpenIM reads a missing field as its zero value, so the documents stay compatible.
 
 // Session types, as OpenIM numbers them.

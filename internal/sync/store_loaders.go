@@ -15,8 +15,9 @@ import (
 // once with cold caches, one query per user would make the cost of the start grow with the
 // square of the group. The ledger's loaders gather what is asked for within storeWait into
 // one query of up to storeBatch users. The wait is long for a loader (only reads Redis
-// missed take it) because devices arrive spread out: at 5 ms, 5,000 devices starting took
-// 6 minutes on the embedded store, a scan each few users; at 50 ms, one minute. A batch of
+// missed take it) because devices arrive spread out: a short wait sends a query, and on
+// FerretDB a scan, for each few users (docs/performance.md has what 5 ms and 50 ms cost a
+// big group's start). A batch of
 // 500 rather than 200 makes 10,000 devices' start (5,000 users) take 10 scans rather than 25.
 const (
 	storeWait  = 50 * time.Millisecond
