@@ -46,6 +46,9 @@ type Gateway struct {
 	Hub    *imsync.Hub
 	// Search is the message search index (Config.Search); nil when off and in OpenIM mode.
 	Search search.Engine
+	// SearchIsNew is set when this start created the search index: a store that already held
+	// messages needs them indexed (reindex).
+	SearchIsNew bool
 	// StoreIdentity keeps Redis tied to the store it describes; nil in OpenIM mode, where
 	// msggate does not write the store.
 	StoreIdentity *imsync.IdentityWatch

@@ -34,6 +34,7 @@ func (g *Gateway) openSearch() (search.Engine, error) {
 			return nil, err
 		}
 		g.closers = append(g.closers, x.Close)
+		g.SearchIsNew = x.Created()
 		return x, nil
 	}
 	return nil, fmt.Errorf("gateway: unknown search index %q (want %s or %s)", g.Config.Search, SearchBleve, SearchOff)

@@ -44,6 +44,8 @@ type Index struct {
 	// closed is set once Close ran: the index then answers ErrUnavailable.
 	closeMu sync.RWMutex
 	closed  bool
+	// created is set when Open made a new index.
+	created bool
 }
 
 // Field names in the index.
@@ -65,14 +67,19 @@ func Open(dir string, opts Options) (*Index, error) {
 		opts.CountLimit = msearch.CountLimit
 	}
 	idx, err := bleve.Open(dir)
+	created := false
 	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
 		idx, err = bleve.New(dir, indexMapping())
+		created = true
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bleveindex: open %s: %w", dir, err)
 	}
-	return &Index{opts: opts, idx: idx}, nil
+	return &Index{opts: opts, idx: idx, created: created}, nil
 }
+
+// Created reports whether Open made a new, empty index rather than open one.
+func (x *Index) Created() bool { return x.created }
 
 // Remove deletes the index in dir (a rebuild from nothing).
 func Remove(dir string) error { return os.RemoveAll(dir) }
