@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"math"
 	gosync "sync"
 
 	"github.com/msggate/msggate/graph/model"
@@ -101,7 +102,7 @@ func searchQuery(text string, conversationID, senderID *string, contentTypes []i
 		q.SenderID = *senderID
 	}
 	for _, t := range contentTypes {
-		q.ContentTypes = append(q.ContentTypes, int32(t))
+		q.ContentTypes = append(q.ContentTypes, int32(min(max(t, -1), math.MaxInt32))) // out of range: refused as negative, or matching nothing
 	}
 	if sentAfter != nil {
 		q.SentAfter = *sentAfter

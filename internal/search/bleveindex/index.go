@@ -305,6 +305,7 @@ func (x *Index) Search(ctx context.Context, req msearch.Request) (msearch.Result
 				strconv.FormatInt(req.After.Seq, 10),
 			}
 		}
+		sr.Score = bleve.ScoreNone // ordered by time, not relevance
 		sr.Fields = []string{fSource}
 		sr.Highlight = bleve.NewHighlightWithStyle(html.Name)
 		sr.Highlight.AddField(fText)

@@ -109,6 +109,11 @@ func request(viewer string, q Query) (search.Request, error) {
 	case q.SentAfter < 0 || q.SentBefore < 0:
 		return search.Request{}, im.Errorf(im.EINVALID, "sentAfter and sentBefore are Unix milliseconds")
 	}
+	for _, t := range q.ContentTypes {
+		if t < 0 {
+			return search.Request{}, im.Errorf(im.EINVALID, "content types are not negative")
+		}
+	}
 	req := search.Request{Viewer: viewer, Text: text, SenderID: q.SenderID, ContentTypes: q.ContentTypes,
 		SentAfter: q.SentAfter, SentBefore: q.SentBefore, First: first}
 	if q.After != "" {
