@@ -56,8 +56,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cli.Retention(ctx, args, stdout, stderr)
 	case "sync-client":
 		return cli.SyncClient(ctx, args, stdout, stderr)
+	case "reindex":
+		return cli.Reindex(ctx, args, stdout, stderr)
 	case "bench", "loadfault", "fanout":
 		return fmt.Errorf("%s is a developer tool, not a command of msggate: run it from a source checkout with go run ./cmd/%s", cmd, cmd)
 	}
-	return fmt.Errorf("unknown command %q (commands: serve, token, group, seed, import, retention, sync-client)", cmd)
+	return fmt.Errorf("unknown command %q (commands: serve, token, group, seed, import, retention, reindex, sync-client)", cmd)
 }

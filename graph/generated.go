@@ -109,6 +109,7 @@ type ComplexityRoot struct {
 	Query struct {
 		Conversation   func(childComplexity int, id string) int
 		Messages       func(childComplexity int, conversationID string, seqs []int64) int
+		Search         func(childComplexity int, query string, conversationID *string, senderID *string, contentTypes []int, sentAfter *int64, sentBefore *int64, first *int, after *string) int
 		SyncDifference func(childComplexity int, since string, limit *int) int
 		SyncState      func(childComplexity int, first *int, after *string) int
 		Viewer         func(childComplexity int) int
@@ -118,6 +119,19 @@ type ComplexityRoot struct {
 		Role   func(childComplexity int) int
 		Time   func(childComplexity int) int
 		UserID func(childComplexity int) int
+	}
+
+	SearchHit struct {
+		Highlight func(childComplexity int) int
+		Message   func(childComplexity int) int
+	}
+
+	SearchResults struct {
+		Count        func(childComplexity int) int
+		CountIsExact func(childComplexity int) int
+		EndCursor    func(childComplexity int) int
+		HasMore      func(childComplexity int) int
+		Hits         func(childComplexity int) int
 	}
 
 	Subscription struct {
@@ -189,6 +203,7 @@ type QueryResolver interface {
 	Viewer(ctx context.Context) (*model.Viewer, error)
 	Conversation(ctx context.Context, id string) (*model.Conversation, error)
 	Messages(ctx context.Context, conversationID string, seqs []int64) (model.Messages, error)
+	Search(ctx context.Context, query string, conversationID *string, senderID *string, contentTypes []int, sentAfter *int64, sentBefore *int64, first *int, after *string) (*model.SearchResults, error)
 	SyncState(ctx context.Context, first *int, after *string) (*model.SyncState, error)
 	SyncDifference(ctx context.Context, since string, limit *int) (*model.SyncDifference, error)
 }
@@ -541,6 +556,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Messages(childComplexity, args["conversationID"].(string), args["seqs"].([]int64)), true
+	case "Query.search":
+		if e.ComplexityRoot.Query.Search == nil {
+			break
+		}
+
+		args, err := ec.field_Query_search_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Search(childComplexity, args["query"].(string), args["conversationID"].(*string), args["senderID"].(*string), args["contentTypes"].([]int), args["sentAfter"].(*int64), args["sentBefore"].(*int64), args["first"].(*int), args["after"].(*string)), true
 	case "Query.syncDifference":
 		if e.ComplexityRoot.Query.SyncDifference == nil {
 			break
@@ -588,6 +614,50 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Revoke.UserID(childComplexity), true
+
+	case "SearchHit.highlight":
+		if e.ComplexityRoot.SearchHit.Highlight == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchHit.Highlight(childComplexity), true
+	case "SearchHit.message":
+		if e.ComplexityRoot.SearchHit.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchHit.Message(childComplexity), true
+
+	case "SearchResults.count":
+		if e.ComplexityRoot.SearchResults.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchResults.Count(childComplexity), true
+	case "SearchResults.countIsExact":
+		if e.ComplexityRoot.SearchResults.CountIsExact == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchResults.CountIsExact(childComplexity), true
+	case "SearchResults.endCursor":
+		if e.ComplexityRoot.SearchResults.EndCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchResults.EndCursor(childComplexity), true
+	case "SearchResults.hasMore":
+		if e.ComplexityRoot.SearchResults.HasMore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchResults.HasMore(childComplexity), true
+	case "SearchResults.hits":
+		if e.ComplexityRoot.SearchResults.Hits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchResults.Hits(childComplexity), true
 
 	case "Subscription.syncEvents":
 		if e.ComplexityRoot.Subscription.SyncEvents == nil {
@@ -870,7 +940,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema.graphqls" "sync.graphqls"
+//go:embed "schema.graphqls" "search.graphqls" "sync.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -883,6 +953,7 @@ func sourceData(filename string) string {
 
 var sources = []*ast.Source{
 	{Name: "schema.graphqls", Input: sourceData("schema.graphqls"), BuiltIn: false},
+	{Name: "search.graphqls", Input: sourceData("search.graphqls"), BuiltIn: false},
 	{Name: "sync.graphqls", Input: sourceData("sync.graphqls"), BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
@@ -1015,6 +1086,32 @@ func (ec *executionContext) childFields_Revoke(ctx context.Context, field graphq
 		return ec.fieldContext_Revoke_time(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Revoke", field.Name)
+}
+
+func (ec *executionContext) childFields_SearchHit(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "message":
+		return ec.fieldContext_SearchHit_message(ctx, field)
+	case "highlight":
+		return ec.fieldContext_SearchHit_highlight(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SearchHit", field.Name)
+}
+
+func (ec *executionContext) childFields_SearchResults(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "hits":
+		return ec.fieldContext_SearchResults_hits(ctx, field)
+	case "count":
+		return ec.fieldContext_SearchResults_count(ctx, field)
+	case "countIsExact":
+		return ec.fieldContext_SearchResults_countIsExact(ctx, field)
+	case "endCursor":
+		return ec.fieldContext_SearchResults_endCursor(ctx, field)
+	case "hasMore":
+		return ec.fieldContext_SearchResults_hasMore(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SearchResults", field.Name)
 }
 
 func (ec *executionContext) childFields_SyncDifference(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1456,6 +1553,76 @@ func (ec *executionContext) field_Query_messages_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["seqs"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_search_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "query",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["query"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "conversationID",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationID"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "senderID",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["senderID"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "contentTypes",
+		func(ctx context.Context, v any) ([]int, error) {
+			return ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["contentTypes"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "sentAfter",
+		func(ctx context.Context, v any) (*int64, error) {
+			return ec.unmarshalOInt642ᚖint64(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["sentAfter"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "sentBefore",
+		func(ctx context.Context, v any) (*int64, error) {
+			return ec.unmarshalOInt642ᚖint64(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["sentBefore"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg6
+	arg7, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg7
 	return args, nil
 }
 
@@ -2921,6 +3088,50 @@ func (ec *executionContext) fieldContext_Query_messages(ctx context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_search(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_search(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Search(ctx, fc.Args["query"].(string), fc.Args["conversationID"].(*string), fc.Args["senderID"].(*string), fc.Args["contentTypes"].([]int), fc.Args["sentAfter"].(*int64), fc.Args["sentBefore"].(*int64), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SearchResults) graphql.Marshaler {
+			return ec.marshalNSearchResults2ᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSearchResults(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_search(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SearchResults(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_search_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_syncState(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3152,6 +3363,185 @@ func (ec *executionContext) _Revoke_time(ctx context.Context, field graphql.Coll
 }
 func (ec *executionContext) fieldContext_Revoke_time(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Revoke", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _SearchHit_message(ctx context.Context, field graphql.CollectedField, obj *model.SearchHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchHit_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Message) graphql.Marshaler {
+			return ec.marshalNMessage2ᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchHit_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SearchHit",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SearchHit_highlight(ctx context.Context, field graphql.CollectedField, obj *model.SearchHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchHit_highlight(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Highlight, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchHit_highlight(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchHit", field, false, false, "String")
+}
+
+func (ec *executionContext) _SearchResults_hits(ctx context.Context, field graphql.CollectedField, obj *model.SearchResults) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchResults_hits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.SearchHit) graphql.Marshaler {
+			return ec.marshalNSearchHit2ᚕᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSearchHitᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchResults_hits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SearchResults",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SearchHit(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SearchResults_count(ctx context.Context, field graphql.CollectedField, obj *model.SearchResults) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchResults_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchResults_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchResults", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SearchResults_countIsExact(ctx context.Context, field graphql.CollectedField, obj *model.SearchResults) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchResults_countIsExact(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CountIsExact, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchResults_countIsExact(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchResults", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _SearchResults_endCursor(ctx context.Context, field graphql.CollectedField, obj *model.SearchResults) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchResults_endCursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EndCursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchResults_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchResults", field, false, false, "String")
+}
+
+func (ec *executionContext) _SearchResults_hasMore(ctx context.Context, field graphql.CollectedField, obj *model.SearchResults) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchResults_hasMore(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HasMore, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchResults_hasMore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchResults", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Subscription_syncEvents(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
@@ -5615,6 +6005,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_messages(ctx, field)
 				})
+		case "search":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_search(ctx, field)
+				})
 		case "syncState":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -5681,6 +6077,97 @@ func (ec *executionContext) _Revoke(ctx context.Context, sel ast.SelectionSet, o
 			}
 		case "time":
 			out.Values[i] = ec._Revoke_time(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var searchHitImplementors = []string{"SearchHit"}
+
+func (ec *executionContext) _SearchHit(ctx context.Context, sel ast.SelectionSet, obj *model.SearchHit) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, searchHitImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SearchHit")
+		case "message":
+			out.Values[i] = ec._SearchHit_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "highlight":
+			out.Values[i] = ec._SearchHit_highlight(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var searchResultsImplementors = []string{"SearchResults"}
+
+func (ec *executionContext) _SearchResults(ctx context.Context, sel ast.SelectionSet, obj *model.SearchResults) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, searchResultsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SearchResults")
+		case "hits":
+			out.Values[i] = ec._SearchResults_hits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._SearchResults_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "countIsExact":
+			out.Values[i] = ec._SearchResults_countIsExact(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "endCursor":
+			out.Values[i] = ec._SearchResults_endCursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "hasMore":
+			out.Values[i] = ec._SearchResults_hasMore(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -6573,6 +7060,38 @@ func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋmsggateᚋmsggate
 	return ec._PageInfo(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNSearchHit2ᚕᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSearchHitᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.SearchHit) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSearchHit2ᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSearchHit(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSearchHit2ᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSearchHit(ctx context.Context, sel ast.SelectionSet, v *model.SearchHit) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SearchHit!")
+		return graphql.Null
+	}
+	return ec._SearchHit(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNSearchResults2ᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSearchResults(ctx context.Context, sel ast.SelectionSet, v *model.SearchResults) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SearchResults!")
+		return graphql.Null
+	}
+	return ec._SearchResults(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNSendMessageInput2githubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐSendMessageInput(ctx context.Context, v any) (model.SendMessageInput, error) {
 	res, err := ec.unmarshalInputSendMessageInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -6883,6 +7402,41 @@ func (ec *executionContext) marshalOID2ᚖstring(ctx context.Context, sel ast.Se
 	_ = ctx
 	res := graphql.MarshalID(*v)
 	return res
+}
+
+func (ec *executionContext) unmarshalOInt2ᚕintᚄ(ctx context.Context, v any) ([]int, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]int, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNInt2int(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOInt2ᚕintᚄ(ctx context.Context, sel ast.SelectionSet, v []int) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNInt2int(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOInt2ᚖint(ctx context.Context, v any) (*int, error) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/ingest"
+	"github.com/msggate/msggate/internal/search/finder"
 	imsync "github.com/msggate/msggate/internal/sync"
 )
 
@@ -35,6 +36,8 @@ type Resolver struct {
 	ClientMsgs history.ClientMsgIndex
 	// Ingester is the write path; nil makes every mutation answer READ_ONLY.
 	Ingester *ingest.Ingester
+	// Finder answers Query.search; nil: it answers UNSUPPORTED.
+	Finder *finder.Finder
 	// Hub serves subscriptions; nil switches them off.
 	Hub *imsync.Hub
 	// RenderedNodes remembers the conversation list's rendered nodes; nil renders every node

@@ -42,6 +42,24 @@ type PageInfo struct {
 type Query struct {
 }
 
+// One message found.
+type SearchHit struct {
+	Message *Message `json:"message"`
+	// A fragment of the text with the matches in <mark> tags, when the engine gives one.
+	Highlight *string `json:"highlight,omitempty"`
+}
+
+// One page of search results.
+type SearchResults struct {
+	Hits []*SearchHit `json:"hits"`
+	// How many messages match: exact up to 10,000 (countIsExact), else at least 10,000.
+	Count        int  `json:"count"`
+	CountIsExact bool `json:"countIsExact"`
+	// The cursor after the last hit, for the next page; null when there are no hits.
+	EndCursor *string `json:"endCursor,omitempty"`
+	HasMore   bool    `json:"hasMore"`
+}
+
 type SendMessageInput struct {
 	RecvID      *string `json:"recvID,omitempty"`
 	GroupID     *string `json:"groupID,omitempty"`

@@ -15,6 +15,7 @@ import (
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/embedded"
 	"github.com/msggate/msggate/internal/gateway"
+	"github.com/msggate/msggate/internal/search/reindex"
 )
 
 // Serve: msggate [serve] [flags]
@@ -43,11 +44,16 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer waitRetention()
-	if cfg.MongoURI == "" {
+	if cfg.MongoURI == "" || m.SearchIsNew {
 		// A new embedded installation starts with the demo data, so there is something to query.
-		if empty, err := m.Store.Empty(ctx); err != nil {
+		empty, err := m.Store.Empty(ctx)
+		if err != nil {
 			return err
-		} else if empty {
+		}
+		if !empty && m.SearchIsNew {
+			go indexExisting(ctx, m, logger)
+		}
+		if empty && cfg.MongoURI == "" {
 			if err := storesChecked(ctx, m); err != nil {
 				return err
 			}
@@ -125,4 +131,20 @@ func printStartup(w io.Writer, cfg gateway.Config, demo *demoToken, addr, metric
 	body, _ := json.Marshal(map[string]string{"query": DemoQuery})
 	fmt.Fprintf(w, "more tokens:  %s\n", tokenCmd)
 	fmt.Fprintf(w, "example:      curl -s http://%s/query -H \"Authorization: Bearer $TOKEN\" -H 'Content-Type: application/json' -d '%s'\n", host, body)
+}
+
+// indexExisting indexes, in the background, a store that held messages before its search
+// index existed (a data directory from before search, or a new index over a shared store):
+// the gateway serves meanwhile, and search finds more as the run goes. `msggate reindex` does
+// the same in the foreground.
+func indexExisting(ctx context.Context, m *gateway.Gateway, logger *slog.Logger) {
+	logger.InfoContext(ctx, "search: indexing the messages stored before the index existed")
+	sum, err := reindex.Run(ctx, m.Store, m.Search, reindex.Options{})
+	if err != nil && ctx.Err() == nil {
+		logger.ErrorContext(ctx, "search: indexing the stored messages failed; run msggate reindex", "err", err,
+			"conversations", sum.Conversations)
+		return
+	}
+	logger.InfoContext(ctx, "search: stored messages indexed", "conversations", sum.Conversations, "messages", sum.Messages,
+		"elapsed", sum.Elapsed.Round(time.Millisecond).String())
 }

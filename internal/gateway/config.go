@@ -27,6 +27,7 @@ const (
 	EnvAddr              = "MSGGATE_ADDR"
 	EnvMetricsAddr       = "MSGGATE_METRICS_ADDR"
 	EnvDataDir           = "MSGGATE_DATA_DIR"
+	EnvSearch            = "MSGGATE_SEARCH"
 	EnvMongoURI          = "MSGGATE_MONGO_URI"
 	EnvMongoDatabase     = "MSGGATE_MONGO_DATABASE"
 	EnvRedisURL          = "MSGGATE_REDIS_URL"
@@ -86,6 +87,10 @@ type Config struct {
 	JWTSecret     string    // MSGGATE_JWT_SECRET (no flag); empty: generated once and kept in DataDir
 	Playground    bool      // serve GraphiQL at /; -playground's default: on with the embedded default only
 	LogOutput     io.Writer // where the embedded store logs warnings; default the file embedded.LogFileName in DataDir
+	// Search picks the message search index (MSGGATE_SEARCH): "" or SearchBleve, the embedded
+	// Bleve index in SearchDir(DataDir), for a gateway that runs alone; SearchOff, none
+	// (Query.search answers UNSUPPORTED). docs/search.md says which to pick.
+	Search string
 
 	// Handler is the GraphQL handler's settings: introspection, the request limits and rate
 	// limits, the WebSocket connection limits and keepalive, the dataloaders. Zero takes the
@@ -214,6 +219,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MongoURI, "mongo-uri", env(EnvMongoURI, ""), "MongoDB URI; empty runs FerretDB in-process ("+EnvMongoURI+")")
 	fs.StringVar(&c.MongoDatabase, "mongo-db", env(EnvMongoDatabase, chunkstore.DefaultDatabase), "MongoDB database ("+EnvMongoDatabase+")")
 	fs.StringVar(&c.RedisURL, "redis-url", env(EnvRedisURL, ""), "Redis URL; empty runs an in-process Redis ("+EnvRedisURL+")")
+	fs.StringVar(&c.Search, "search", env(EnvSearch, SearchBleve), "message search index: "+SearchBleve+" (embedded, under -data-dir) or "+SearchOff+" ("+EnvSearch+")")
 	c.byStore = storeSwitches{introspection: true, playground: true}
 	fs.Var(storeSwitch{&c.Handler.Introspection, &c.byStore.introspection}, "introspection", "allow GraphQL schema introspection (default on with the embedded default, off with -mongo-uri)")
 	fs.Var(storeSwitch{&c.Playground, &c.byStore.playground}, "playground", "serve GraphiQL at / (default on with the embedded default, off with -mongo-uri)")

@@ -20,6 +20,7 @@ import (
 	"github.com/msggate/msggate/internal/openim"
 	"github.com/msggate/msggate/internal/openimsync"
 	"github.com/msggate/msggate/internal/ops"
+	"github.com/msggate/msggate/internal/search"
 	imsync "github.com/msggate/msggate/internal/sync"
 )
 
@@ -43,6 +44,11 @@ type Gateway struct {
 	Ledger *imsync.Ledger
 	Ingest *ingest.Ingester
 	Hub    *imsync.Hub
+	// Search is the message search index (Config.Search); nil when off and in OpenIM mode.
+	Search search.Engine
+	// SearchIsNew is set when this start created the search index: a store that already held
+	// messages needs them indexed (reindex).
+	SearchIsNew bool
 	// StoreIdentity keeps Redis tied to the store it describes; nil in OpenIM mode, where
 	// msggate does not write the store.
 	StoreIdentity *imsync.IdentityWatch
@@ -187,7 +193,10 @@ func OpenObserved(ctx context.Context, cfg Config, obs Observers, logger *slog.L
 	go func() { defer close(watched); g.StoreIdentity.Run(watching) }()
 	g.closers = append(g.closers, func() error { stopWatch(); <-watched; return nil })
 	g.Ledger = imsync.NewLedger(g.Store, g.Cache, imsync.Options{Logger: logger, IntentHandoff: cfg.IntentHandoff})
-	g.Ingest = ingest.New(g.Store, g.Cache, g.Ledger, ingest.Options{})
+	if g.Search, err = g.openSearch(); err != nil {
+		return nil, err
+	}
+	g.Ingest = ingest.New(g.Store, g.Cache, g.Ledger, ingest.Options{Search: g.Search, Logger: logger})
 	g.startRelay(logger)
 	g.Hub = imsync.NewHub(g.Ledger.Events(), g.Cache, imsync.HubOptions{OnDrop: g.Metrics.CountDroppedSubscriber,
 		MembershipCheck: cfg.MembershipCheck})

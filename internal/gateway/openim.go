@@ -115,6 +115,7 @@ func (g *Gateway) readPath() readPath {
 			Chunks:     &history.Chunks{Store: cached, Memory: g.ChunkMemory},
 			ClientMsgs: g.Store,
 			Ingester:   g.Ingest,
+			Finder:     g.finder(g.Ledger),
 			Hub:        g.Hub,
 			// OpenIM's states carry no chunks version, so its nodes could not be remembered.
 			RenderedNodes: g.renderedNodes(),

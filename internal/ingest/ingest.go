@@ -3,11 +3,13 @@ package ingest
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/search"
 	imsync "github.com/msggate/msggate/internal/sync"
 )
 
@@ -17,6 +19,10 @@ type Options struct {
 	MaxBatch int
 	// Now returns the time stamped on messages that carry none. Default time.Now.
 	Now func() time.Time
+	// Search is the search index the changes are indexed in (see search_index.go); nil: none.
+	Search search.Engine
+	// Logger receives what went wrong without failing a change. Default slog.Default().
+	Logger *slog.Logger
 }
 
 // Ingester stores messages. It is safe for concurrent use.
@@ -136,8 +142,12 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 	}
 	finish, cancel := detached()
 	defer cancel()
-	if err := in.finishSend(finish, storedMessages(stored), dedupe(touched)); err != nil {
+	indexed, err := in.finishSend(finish, storedMessages(stored), dedupe(touched), sendChanges(stored))
+	if err != nil {
 		return err
+	}
+	if !indexed {
+		return nil // the intents stay for the relay, which indexes the messages later
 	}
 	for _, id := range intents {
 		in.outbox.EndIntent(finish, id)
@@ -145,34 +155,37 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 	return nil
 }
 
-// finishSend makes stored messages visible and announces them: the steps after the chunk
-// writes, which the writer runs and, when the writer could not, the relay. Each step may run
-// twice: chunks are invalidated again, seqs are raised with $max, and the log keeps one event
-// per message.
-func (in *Ingester) finishSend(ctx context.Context, msgs []imsync.StoredMessage, docIDs []string) error {
+// finishSend makes stored messages visible, indexes and announces them: the steps after the
+// chunk writes, which the writer runs and, when the writer could not, the relay. Each step may
+// run twice: chunks are invalidated again, the index takes a Put again, seqs are raised with
+// $max, and the log keeps one event per message. indexed is false when the search index did
+// not take changes: the other steps go on, and the caller leaves the intent to the relay.
+func (in *Ingester) finishSend(ctx context.Context, msgs []imsync.StoredMessage, docIDs []string, changes []search.Change) (indexed bool, err error) {
 	// Readers must not keep serving the chunks as they were. This comes before the max seq is
 	// raised, so that a reader that sees the new seqs also sees the chunks' new version, never
 	// an older copy without them.
 	if err := in.cache.InvalidateChunks(ctx, docIDs); err != nil {
-		return err
+		return false, err
 	}
 	if err := in.outbox.Fault("invalidate"); err != nil {
-		return err
+		return false, err
 	}
 	if err := in.ledger.AddUserConversations(ctx, listEntries(msgs)); err != nil {
-		return err
+		return false, err
 	}
+	// Indexed before the max seq is raised: see search_index.go.
+	indexed = in.index(ctx, changes) == nil
 	if err := in.ledger.RecordStored(ctx, msgs); err != nil {
-		return err
+		return false, err
 	}
 	if err := in.outbox.Fault("record"); err != nil {
-		return err
+		return false, err
 	}
 	// Devices learn of the messages only now, when a read finds them.
 	if err := in.events.AnnounceMessages(ctx, msgs); err != nil {
-		return err
+		return false, err
 	}
-	return in.outbox.Fault("announce")
+	return indexed, in.outbox.Fault("announce")
 }
 
 // finishTimeout bounds the steps after the chunk writes, which run on when the caller has gone.

@@ -2,10 +2,13 @@ package ingest
 
 import (
 	"context"
+	"errors"
+	"slices"
 
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/search"
 	imsync "github.com/msggate/msggate/internal/sync"
 )
 
@@ -98,6 +101,7 @@ func (in *Ingester) finishSendIntent(ctx context.Context, chunks history.ChunkSo
 	}
 	var stored []imsync.StoredMessage
 	var docIDs []string
+	var changes []search.Change
 	missing := false
 	for _, conv := range convs {
 		ms := byConv[conv]
@@ -115,12 +119,17 @@ func (in *Ingester) finishSendIntent(ctx context.Context, chunks history.ChunkSo
 				continue
 			}
 			stored = append(stored, imsync.StoredMessage{ConversationID: conv, Seq: m.Seq, SendID: m.SendID, SendTime: m.SendTime})
+			changes = append(changes, SlotChange(conv, m.Seq, slots[i]))
 			docIDs = append(docIDs, im.DocID(conv, m.Seq))
 		}
 	}
 	if len(stored) > 0 {
-		if err := in.finishSend(ctx, sortStored(stored), dedupe(docIDs)); err != nil {
+		indexed, err := in.finishSend(ctx, sortStored(stored), dedupe(docIDs), changes)
+		if err != nil {
 			return imsync.IntentPending, err
+		}
+		if !indexed {
+			return imsync.IntentPending, errIndexBehind
 		}
 	}
 	if missing {
@@ -168,5 +177,19 @@ func (in *Ingester) finishSlotIntent(ctx context.Context, chunks history.ChunkSo
 	if err != nil {
 		return imsync.IntentPending, err
 	}
+	// What the store shows of each seq now, so a change indexed late is indexed as it ended.
+	changes := make([]search.Change, 0, len(done))
+	for i, slot := range slots {
+		if slices.Contains(done, it.Seqs[i]) {
+			changes = append(changes, SlotChange(conv.ID, it.Seqs[i], slot))
+		}
+	}
+	if in.index(ctx, changes) != nil {
+		return imsync.IntentPending, errIndexBehind
+	}
 	return imsync.IntentDone, nil
 }
+
+// errIndexBehind keeps an intent whose change is announced but not indexed: the relay tries
+// it again when it is due.
+var errIndexBehind = errors.New("the search index did not take the change yet")

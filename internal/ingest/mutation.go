@@ -71,7 +71,10 @@ func (in *Ingester) Revoke(ctx context.Context, actor Actor, conv im.Conversatio
 		if err := in.cache.InvalidateChunks(ctx, []string{im.DocID(conv.ID, seq)}); err != nil {
 			return err
 		}
-		return in.events.AnnounceRevoke(ctx, conv, seq)
+		if err := in.events.AnnounceRevoke(ctx, conv, seq); err != nil {
+			return err
+		}
+		return in.indexOrKeep(ctx, slotChanges(conv.ID, []int64{seq}, true, ""))
 	})
 	if err != nil {
 		return im.MessageView{}, err
@@ -159,7 +162,10 @@ func (in *Ingester) deleteAndAnnounce(ctx context.Context, userID string, conv i
 		if err := in.cache.InvalidateChunks(ctx, docIDsOf(conv.ID, seqs)); err != nil {
 			return err
 		}
-		return in.events.AnnounceDelete(ctx, userID, conv, seqs, forEveryone, imsync.IntentKey(intent.ID))
+		if err := in.events.AnnounceDelete(ctx, userID, conv, seqs, forEveryone, imsync.IntentKey(intent.ID)); err != nil {
+			return err
+		}
+		return in.indexOrKeep(ctx, slotChanges(conv.ID, seqs, forEveryone, userID))
 	})
 }
 

@@ -83,6 +83,9 @@ func (o *Outbox) Change(ctx context.Context, in *chunkstore.Intent, apply, annou
 		return err
 	}
 	if err := announce(); err != nil {
+		if errors.Is(err, ErrKeepIntent) {
+			return nil // done, but left for the relay to finish again
+		}
 		return err
 	}
 	if err := o.Fault("announce"); err != nil {
@@ -91,6 +94,11 @@ func (o *Outbox) Change(ctx context.Context, in *chunkstore.Intent, apply, annou
 	o.EndIntent(ctx, in.ID)
 	return nil
 }
+
+// ErrKeepIntent, returned (wrapped) by a Change's announce, says the change is made and
+// announced but a store that follows it (the search index) did not take it: Change succeeds
+// and leaves the intent for the relay, which finishes it again, announcing nothing twice.
+var ErrKeepIntent = errors.New("change made; its intent is kept for the relay")
 
 // EndIntent drops the intent of a change that is announced. A failure is logged only: the
 // relay finds the intent later, and finishing it again announces nothing twice.

@@ -155,6 +155,9 @@ func OpenObserved(t testing.TB, cfg gateway.Config, obs gateway.Observers, logge
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir() // the search index's
+	}
 	gw, err := gateway.OpenObserved(ctx, cfg, obs, logger)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/msggate/msggate/internal/search/reindex"
+)
+
+// Reindex: msggate reindex [-resume] [flags]
+// Builds the search index from the store's chunks: every readable seq of every conversation,
+// as the store shows it now. It can be run again at any time (indexing a message twice is
+// indexing it once); it records the last conversation it finished in the data directory, and
+// -resume continues after it. On the embedded default, run it while the gateway is stopped
+// (the embedded store and index belong to one process at a time). Progress goes to stderr,
+// the summary to stdout.
+func Reindex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var resume bool
+	m, _, err := openForCommand(ctx, "reindex", args, stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&resume, "resume", false, "continue after the last conversation an earlier run finished")
+	})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if m.Search == nil {
+		return errors.New("reindex: search is off (-search off): there is no index to build")
+	}
+	posPath := filepath.Join(m.Config.DataDir, reindexPositionFile)
+	after := ""
+	if resume {
+		b, err := os.ReadFile(posPath)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if after = strings.TrimSpace(string(b)); after != "" {
+			fmt.Fprintf(stderr, "resuming after conversation %s\n", after)
+		}
+	}
+	plan, err := reindex.Measure(ctx, m.Store, after)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "indexing %d conversations, %d seqs\n", plan.Conversations, plan.Seqs)
+	sum, err := reindex.Run(ctx, m.Store, m.Search, reindex.Options{After: after, Progress: func(s reindex.Summary) {
+		drawReindexProgress(stderr, s, plan)
+		if err := writeFileAtomic(posPath, []byte(s.Checkpoint+"\n")); err != nil {
+			m.Logger.Warn("recording the reindex position failed", "err", err)
+		}
+	}})
+	fmt.Fprintln(stderr)
+	rate := float64(sum.Seqs) / max(sum.Elapsed.Seconds(), 1e-3)
+	fmt.Fprintf(stdout, "%d conversations, %d messages indexed, %d seqs removed or empty, in %s (%.0f seqs/s)\n",
+		sum.Conversations, sum.Messages, sum.Removed, sum.Elapsed.Round(time.Millisecond), rate)
+	if err != nil {
+		if sum.Checkpoint != "" {
+			fmt.Fprintf(stderr, "indexed through conversation %s; run again with -resume to continue after it\n", sum.Checkpoint)
+		}
+		return err
+	}
+	if err := os.Remove(posPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// reindexPositionFile, in the data directory, holds the last conversation a reindex finished.
+const reindexPositionFile = "search-reindex-position"
+
+// drawReindexProgress redraws a one-line progress bar over the seqs to read.
+func drawReindexProgress(w io.Writer, s reindex.Summary, plan reindex.Plan) {
+	const width = 30
+	frac := 1.0
+	if plan.Seqs > 0 {
+		frac = min(float64(s.Seqs)/float64(plan.Seqs), 1)
+	}
+	done := int(frac * width)
+	fmt.Fprintf(w, "\r[%s%s] %3.0f%%  %d/%d conversations  %d messages  %.0f seqs/s", strings.Repeat("=", done),
+		strings.Repeat(" ", width-done), frac*100, s.Conversations, plan.Conversations, s.Messages,
+		float64(s.Seqs)/max(s.Elapsed.Seconds(), 1e-3))
+}
+
+// writeFileAtomic writes aside and renames, so a crash leaves the old content or the new.
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,49 @@
+package gateway
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/msggate/msggate/internal/search"
+	"github.com/msggate/msggate/internal/search/bleveindex"
+	"github.com/msggate/msggate/internal/search/finder"
+)
+
+// The search indexes Config.Search names.
+const (
+	SearchBleve = "bleve"
+	SearchOff   = "off"
+)
+
+// SearchDir is where the embedded search index lives under a data directory.
+func SearchDir(dataDir string) string { return filepath.Join(dataDir, "search") }
+
+// openSearch opens the search index the config names; nil when search is off.
+func (g *Gateway) openSearch() (search.Engine, error) {
+	switch g.Config.Search {
+	case SearchOff:
+		return nil, nil
+	case "":
+		if g.Config.DataDir == "" {
+			return nil, nil // a gateway configured in code, with no place for an index
+		}
+		fallthrough
+	case SearchBleve:
+		x, err := bleveindex.Open(SearchDir(g.Config.DataDir), bleveindex.Options{})
+		if err != nil {
+			return nil, err
+		}
+		g.closers = append(g.closers, x.Close)
+		g.SearchIsNew = x.Created()
+		return x, nil
+	}
+	return nil, fmt.Errorf("gateway: unknown search index %q (want %s or %s)", g.Config.Search, SearchBleve, SearchOff)
+}
+
+// finder answers searches over convs with the gateway's index; nil without one.
+func (g *Gateway) finder(convs finder.Conversations) *finder.Finder {
+	if g.Search == nil {
+		return nil
+	}
+	return finder.New(g.Search, convs)
+}

@@ -1,0 +1,101 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/search"
+	imsync "github.com/msggate/msggate/internal/sync"
+)
+
+// The search index follows the store through the outbox: a change's intent is dropped only
+// once the index has taken the change too. When the index fails, the send or mutation still
+// succeeds (it is stored and announced), and its intent stays behind for the relay, which
+// finishes it again when it is due, re-reading what the store shows and indexing that, until
+// the index takes it. So a gateway killed anywhere leaves nothing unindexed, and a change
+// indexed twice is the same as once (search.Engine.Apply is idempotent).
+//
+// A send is indexed before its max seq is raised: until then nobody can revoke or delete the
+// message, so its Put never lands after a Remove or Hide of the same message.
+
+// SlotChange is the index change that makes the index show what a slot shows now: the
+// message, hidden for those who deleted it for themselves, or nothing when it is revoked,
+// deleted for everyone or absent. Reindexing and the relay build their changes with it.
+func SlotChange(conversationID string, seq int64, slot *im.Slot) search.Change {
+	key := search.Key{ConversationID: conversationID, Seq: seq}
+	if !slot.Searchable() {
+		return search.Change{Remove: &key}
+	}
+	d := messageDoc(conversationID, slot.Msg)
+	d.Seq = seq
+	d.HiddenFor = append([]string(nil), slot.DelList...)
+	return search.Change{Put: &d}
+}
+
+func messageDoc(conversationID string, m *im.Message) search.Doc {
+	return search.Doc{Key: search.Key{ConversationID: conversationID, Seq: m.Seq}, SenderID: m.SendID,
+		ContentType: m.ContentType, SendTime: m.SendTime, Text: im.SearchText(m)}
+}
+
+// sendChanges are the index changes of a writer's stored placements: a Put of each new
+// message. A retry is left out: its slot holds the first attempt, which may be deleted for
+// some users by now, and that attempt's own intent indexes it.
+func sendChanges(stored []*placement) []search.Change {
+	seen := map[search.Key]bool{}
+	var out []search.Change
+	for _, p := range stored {
+		k := search.Key{ConversationID: p.conv, Seq: p.msg.Seq}
+		if p.retry || seen[k] {
+			continue
+		}
+		seen[k] = true
+		d := messageDoc(p.conv, p.msg)
+		out = append(out, search.Change{Put: &d})
+	}
+	return out
+}
+
+// slotChanges are the index changes of a revoke or a delete of seqs in conversationID.
+func slotChanges(conversationID string, seqs []int64, revokeOrEveryone bool, userID string) []search.Change {
+	out := make([]search.Change, len(seqs))
+	for i, s := range seqs {
+		k := search.Key{ConversationID: conversationID, Seq: s}
+		if revokeOrEveryone {
+			out[i] = search.Change{Remove: &k}
+		} else {
+			out[i] = search.Change{Hide: &search.Hide{Key: k, UserID: userID}}
+		}
+	}
+	return out
+}
+
+// index applies changes to the search index, if there is one. Its error is the caller's to
+// weigh: it never fails a change the store has.
+func (in *Ingester) index(ctx context.Context, changes []search.Change) error {
+	if in.opts.Search == nil || len(changes) == 0 {
+		return nil
+	}
+	if err := in.opts.Search.Apply(ctx, changes); err != nil {
+		in.logger().WarnContext(ctx, "the search index did not take a change; the relay will index it", "err", err)
+		return err
+	}
+	return nil
+}
+
+func (in *Ingester) logger() *slog.Logger {
+	if in.opts.Logger != nil {
+		return in.opts.Logger
+	}
+	return slog.Default()
+}
+
+// indexOrKeep indexes the changes of an announced revoke or delete; when the index fails, it
+// asks Outbox.Change to keep the intent for the relay instead of failing the change.
+func (in *Ingester) indexOrKeep(ctx context.Context, changes []search.Change) error {
+	if err := in.index(ctx, changes); err != nil {
+		return fmt.Errorf("%w: %w", imsync.ErrKeepIntent, err)
+	}
+	return nil
+}
