@@ -1,0 +1,107 @@
+package pgindex
+
+import (
+	"strings"
+	"unicode"
+)
+
+// maxWordBytes bounds a word put in the tsvector: PostgreSQL refuses lexemes of 2 KiB or more,
+// and nobody types a word that long. A longer run is still found as a substring (CJK) or not
+// at all (other scripts).
+const maxWordBytes = 200
+
+// isCJK reports whether r is written without spaces between words, so that a query in it is a
+// substring, not a word: Chinese, Japanese, and Korean, whose words carry particles (서울에서,
+// "in Seoul", holds 서울).
+func isCJK(r rune) bool {
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }
+
+// runs cuts lower-cased s into runs of letters and numbers: everything else separates.
+func runs(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !isWordRune(r) })
+}
+
+// docWords is what a message's tsvector holds: its words in lower case, once each, where a
+// word is a run of letters and numbers without CJK. A run that mixes scripts (iphone手机)
+// gives its non-CJK parts (iphone); its CJK parts are found by substring, in the text itself.
+// The words are joined by spaces, which the generated column splits again.
+func docWords(text string) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, run := range runs(text) {
+		for _, w := range strings.FieldsFunc(run, isCJK) {
+			if len(w) <= maxWordBytes && !seen[w] {
+				seen[w] = true
+				out = append(out, w)
+			}
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// query is a user's search text as the index matches it: every word must be a word of the
+// message, and every substring must occur in its lower-cased text.
+type query struct {
+	words      []string
+	substrings []string
+}
+
+// parseQuery cuts text into runs of letters and numbers; a run holding a CJK character is a
+// substring, any other run a word. Runs repeated in the query count once.
+func parseQuery(text string) query {
+	var q query
+	seen := map[string]bool{}
+	for _, run := range runs(text) {
+		if seen[run] {
+			continue
+		}
+		seen[run] = true
+		if strings.ContainsFunc(run, isCJK) {
+			q.substrings = append(q.substrings, run)
+		} else {
+			q.words = append(q.words, run)
+		}
+	}
+	return q
+}
+
+func (q query) empty() bool { return len(q.words) == 0 && len(q.substrings) == 0 }
+
+// tsquery is the words as a tsquery that needs all of them, or "" when there are none. Words
+// hold only letters and numbers, so quoting each is enough to keep tsquery syntax out.
+func (q query) tsquery() string {
+	var b strings.Builder
+	for i, w := range q.words {
+		if i > 0 {
+			b.WriteString(" & ")
+		}
+		b.WriteByte('\'')
+		b.WriteString(w)
+		b.WriteByte('\'')
+	}
+	return b.String()
+}
+
+// likePattern is the LIKE pattern finding sub anywhere; sub holds only letters and numbers, so
+// none of LIKE's special characters needs escaping.
+func likePattern(sub string) string { return "%" + sub + "%" }
+
+// lowerWithOffsets lower-cases s rune by rune, as strings.ToLower does, and maps each byte
+// offset of the result back to the offset of the rune it came from in s, so that matches
+// found in the lower-cased text can be marked in the original.
+func lowerWithOffsets(s string) (string, []int) {
+	var b strings.Builder
+	offsets := make([]int, 0, len(s)+1)
+	for i, r := range s {
+		l := unicode.ToLower(r)
+		n, _ := b.WriteRune(l)
+		for range n {
+			offsets = append(offsets, i)
+		}
+	}
+	offsets = append(offsets, len(s))
+	return b.String(), offsets
+}
