@@ -155,4 +155,3 @@ func (x *Index) do(ctx context.Context, op string, f func(ctx context.Context) e
 	}
 	return nil
 }
-
