@@ -1,0 +1,65 @@
+package bleveindex
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/msggate/msggate/internal/search"
+	"github.com/msggate/msggate/internal/search/searchtest"
+)
+
+// TestConformance runs the engine suite on an index on disk, with a count limit low enough
+// for -race; TestConformanceFullCount keeps one run at the real limit.
+func TestConformance(t *testing.T) {
+	searchtest.Run(t, func(t *testing.T) search.Engine {
+		x, err := Open(t.TempDir()+"/index", Options{CountLimit: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	})
+}
+
+// TestConformanceFullCount runs the suite at the real count limit, ten thousand.
+func TestConformanceFullCount(t *testing.T) {
+	searchtest.Run(t, func(t *testing.T) search.Engine {
+		x, err := Open(t.TempDir()+"/index", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	})
+}
+
+// TestReopenKeepsIndex checks that what was indexed is found after the index is closed and
+// opened again (a gateway restart), and that a closed index answers ErrUnavailable.
+func TestReopenKeepsIndex(t *testing.T) {
+	dir := t.TempDir() + "/index"
+	x, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := search.Doc{Key: search.Key{ConversationID: "c1", Seq: 1}, SenderID: "alice", ContentType: 101, SendTime: 1000, Text: "persisted 北京"}
+	if err := x.Apply(t.Context(), []search.Change{{Put: &d}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Search(t.Context(), search.Request{Text: "persisted", Scopes: []search.Scope{{ConversationID: "c1"}}, First: 1}); !errors.Is(err, search.ErrUnavailable) {
+		t.Errorf("search on a closed index: %v, want ErrUnavailable", err)
+	}
+	x, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	r, err := x.Search(t.Context(), search.Request{Text: "北京", Scopes: []search.Scope{{ConversationID: "c1"}}, First: 1})
+	if err != nil || len(r.Hits) != 1 {
+		t.Fatalf("after reopening: %+v, %v; want the message", r, err)
+	}
+	if !strings.Contains(r.Hits[0].Highlight, "<mark>") {
+		t.Errorf("highlight %q marks nothing", r.Hits[0].Highlight)
+	}
+}
