@@ -1,0 +1,58 @@
+// Command searchbench measures a message-search engine (issue 33, item 5): it indexes
+// messages generated from a fixed seed (mixed English and CJK text, over 10,000
+// conversations by default), then times queries of one user in 200 of them: a common word, a
+// rare word, CJK substrings, two words, and a common word under each filter and on a second
+// page. It reports indexing throughput, the index's size, and p50/p95/p99 per query kind.
+//
+//	go run ./cmd/searchbench [-engine pg|bleve] [-messages N] [-conversations N] [-queries N] [-seed N] [-dir D]
+//
+// With -engine pg it starts a PostgreSQL server of its own (internal/testenv, as the tests
+// do: initdb and postgres must be installed; ./scripts/need-postgres installs them); with
+// -engine bleve it builds the embedded index under the scratch directory.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/msggate/msggate/internal/toolmain"
+)
+
+func main() { toolmain.Run("searchbench", run) }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o options
+	fs := flag.NewFlagSet("searchbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.engine, "engine", "pg", "the engine to measure: pg (PostgreSQL, a server of its own) or bleve (embedded)")
+	fs.IntVar(&o.messages, "messages", 100_000, "messages to index")
+	fs.IntVar(&o.conversations, "conversations", 10_000, "conversations the messages are spread over")
+	fs.IntVar(&o.scopes, "scopes", 200, "conversations of the user whose queries are timed")
+	fs.IntVar(&o.queries, "queries", 200, "timed queries of each kind")
+	fs.IntVar(&o.batch, "batch", 1000, "messages per Apply while indexing")
+	fs.IntVar(&o.writers, "writers", 2, "concurrent Apply calls while indexing")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated messages")
+	fs.BoolVar(&o.hold, "hold", false, "after the queries, keep the engine (and its PostgreSQL server) until interrupted, to look at it")
+	fs.StringVar(&o.dir, "dir", "", "scratch directory for the bleve index (default: a new temporary one, removed after)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.conversations < 2*o.scopes || o.messages < 1 || o.batch < 1 || o.writers < 1 || o.queries < 1 {
+		return fmt.Errorf("need -messages, -batch, -writers, -queries >= 1 and -conversations >= 2 x -scopes")
+	}
+	if o.dir == "" {
+		dir, err := os.MkdirTemp("", "msggate-searchbench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		o.dir = dir
+	}
+	return bench(ctx, o, stdout)
+}
