@@ -25,6 +25,8 @@ type options struct {
 	seed          uint64
 	dir           string
 	hold          bool
+	// pgSharedBuffers is the PostgreSQL server's shared_buffers.
+	pgSharedBuffers string
 }
 
 func bench(ctx context.Context, o options, out io.Writer) error {
@@ -247,4 +249,3 @@ func queryKinds(c *corpus, u viewer) []queryKind {
 		}},
 	}
 }
-

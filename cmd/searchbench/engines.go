@@ -31,15 +31,15 @@ type engine struct {
 func openEngine(ctx context.Context, o options) (*engine, error) {
 	switch o.engine {
 	case "pg":
-		return openPostgres(ctx)
+		return openPostgres(ctx, o.pgSharedBuffers)
 	case "bleve":
 		return openBleve(o.dir)
 	}
 	return nil, fmt.Errorf("unknown -engine %q: want pg or bleve", o.engine)
 }
 
-func openPostgres(ctx context.Context) (*engine, error) {
-	srv, err := testenv.StartPostgresServer()
+func openPostgres(ctx context.Context, sharedBuffers string) (*engine, error) {
+	srv, err := testenv.StartPostgresServer("shared_buffers=" + sharedBuffers)
 	if err != nil {
 		return nil, err
 	}

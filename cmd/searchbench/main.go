@@ -35,6 +35,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.batch, "batch", 1000, "messages per Apply while indexing")
 	fs.IntVar(&o.writers, "writers", 2, "concurrent Apply calls while indexing")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated messages")
+	fs.StringVar(&o.pgSharedBuffers, "pg-shared-buffers", "1GB", "shared_buffers of the PostgreSQL server (the tests' 64MB would measure the kernel's page cache, not PostgreSQL's)")
 	fs.BoolVar(&o.hold, "hold", false, "after the queries, keep the engine (and its PostgreSQL server) until interrupted, to look at it")
 	fs.StringVar(&o.dir, "dir", "", "scratch directory for the bleve index (default: a new temporary one, removed after)")
 	if err := fs.Parse(args); err != nil {

@@ -36,6 +36,8 @@ type PostgresServer struct {
 	cred    *syscall.Credential
 	port    int
 	janitor io.WriteCloser // closing it (or our death) tells the janitor to delete root
+	// settings are the caller's server settings, name=value.
+	settings []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -50,7 +52,8 @@ const PostgresUser = "postgres"
 // StartPostgresServer creates a cluster in a new scratch directory (initdb) and starts a server
 // on it on a free loopback port, for tests that kill it and for the bench commands. The caller
 // ends it with Close. It survives its own kill, not the machine's crash: fsync is off.
-func StartPostgresServer() (*PostgresServer, error) {
+// settings are more server settings ("shared_buffers=1GB"), after the harness's own.
+func StartPostgresServer(settings ...string) (*PostgresServer, error) {
 	bins, err := findPostgres()
 	if err != nil {
 		return nil, err
@@ -63,7 +66,7 @@ func StartPostgresServer() (*PostgresServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &PostgresServer{bins: bins, root: root, cred: cred}
+	s := &PostgresServer{bins: bins, root: root, cred: cred, settings: settings}
 	if err := s.init(); err != nil {
 		_ = os.RemoveAll(root)
 		return nil, err
@@ -274,6 +277,9 @@ func (s *PostgresServer) start() error {
 		"-c", "max_connections=300",
 		"-c", "shared_buffers=64MB",
 	)
+	for _, setting := range s.settings {
+		cmd.Args = append(cmd.Args, "-c", setting)
+	}
 	cmd.Stdout = logs
 	cmd.Stderr = logs
 	// SIGQUIT is PostgreSQL's immediate shutdown: the postmaster takes its backends with it and
