@@ -5,11 +5,12 @@
 // without spaces (Chinese, Japanese, Korean) finds the messages holding it.
 //
 // A query is cut into runs of letters and numbers. A run holding a CJK character must occur
-// as a substring of the message's text (LIKE, helped by the trigram index from three
-// characters on); any other run must be one of the message's words (the tsvector, exact
-// words in lower case, no stemming and no stop words, so that "the" and "was" find what
-// they say, as in the embedded engine). Every run must match. A query with no runs matches
-// every message the filters keep.
+// as a substring of the message's lower-cased text (LIKE); the index finds its candidates
+// through the CJK bigrams the tsvector also holds, or through the trigram index from three
+// characters on, whichever the planner prefers. Any other run must be one of the message's
+// words (the tsvector: exact words in lower case, no stemming and no stop words, so that
+// "the" and "was" find what they say, as in the embedded engine). Every run must match. A
+// query with no runs matches every message the filters keep.
 //
 // It is the only importer of the PostgreSQL driver (pgx).
 package pgindex

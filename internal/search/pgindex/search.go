@@ -30,10 +30,10 @@ func (x *Index) Search(ctx context.Context, req search.Request) (search.Result, 
 
 	var pageArgs, countArgs args
 	page := "SELECT m.conversation_id, m.seq, m.send_time, m.text " +
-		x.from(&pageArgs, scopes) + " WHERE " + strings.Join(append(filters(&pageArgs, req, q), keyset(&pageArgs, req.After)...), " AND ") +
+		x.from(&pageArgs, scopes) + " WHERE " + strings.Join(append(filters(&pageArgs, req, scopes, q), keyset(&pageArgs, req.After)...), " AND ") +
 		" ORDER BY m.send_time DESC, m.conversation_id, m.seq DESC LIMIT " + strconv.Itoa(first+1)
 	count := "SELECT count(*) FROM (SELECT 1 " + x.from(&countArgs, scopes) + " WHERE " +
-		strings.Join(filters(&countArgs, req, q), " AND ") + " LIMIT " + strconv.Itoa(x.countLimit+1) + ") AS matches"
+		strings.Join(filters(&countArgs, req, scopes, q), " AND ") + " LIMIT " + strconv.Itoa(x.countLimit+1) + ") AS matches"
 
 	err := x.do(ctx, "search", func(ctx context.Context) error {
 		b := &pgx.Batch{}
@@ -87,8 +87,19 @@ func (x *Index) from(a *args, scopes []search.Scope) string {
 
 // filters are the conditions every hit meets, counted or not: the query, not hidden for the
 // viewer, and the request's filters.
-func filters(a *args, req search.Request, q query) []string {
-	where := []string{"NOT (" + a.add(req.Viewer) + " = ANY (m.hidden_for))"}
+func filters(a *args, req search.Request, scopes []search.Scope, q query) []string {
+	convs := make([]string, len(scopes))
+	for i, s := range scopes {
+		convs[i] = s.ConversationID
+	}
+	where := []string{
+		// Implied by the join, but spelled out it lets the planner AND a bitmap of the
+		// scopes' rows (from the primary key) with the words' (from the GIN index), and visit
+		// only the rows in both: a common word then costs its matches in the scopes, not
+		// every row of the scopes.
+		"m.conversation_id = ANY (" + a.add(convs) + "::text[])",
+		"NOT (" + a.add(req.Viewer) + " = ANY (m.hidden_for))",
+	}
 	if ts := q.tsquery(); ts != "" {
 		where = append(where, "m.tsv @@ "+a.add(ts)+"::tsquery")
 	}

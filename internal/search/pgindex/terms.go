@@ -1,6 +1,7 @@
 package pgindex
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -24,22 +25,48 @@ func runs(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !isWordRune(r) })
 }
 
-// docWords is what a message's tsvector holds: its words in lower case, once each, where a
-// word is a run of letters and numbers without CJK. A run that mixes scripts (iphone手机)
-// gives its non-CJK parts (iphone); its CJK parts are found by substring, in the text itself.
-// The words are joined by spaces, which the generated column splits again.
+// docWords is what a message's tsvector holds, once each: its words in lower case, where a
+// word is a run of letters and numbers without CJK, and the bigrams (pairs of neighbouring
+// characters) of its CJK runs. A run that mixes scripts (iphone手机) gives its non-CJK parts
+// as words (iphone) and its CJK parts as bigrams (手机). The bigrams let the GIN index find
+// the candidates of a CJK query of two characters, where pg_trgm needs three; the text itself
+// still decides (LIKE), so a query matches only where it is a substring. The terms are joined
+// by spaces, which the generated column splits again.
 func docWords(text string) string {
 	seen := map[string]bool{}
 	var out []string
+	add := func(w string) {
+		if len(w) <= maxWordBytes && !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
 	for _, run := range runs(text) {
 		for _, w := range strings.FieldsFunc(run, isCJK) {
-			if len(w) <= maxWordBytes && !seen[w] {
-				seen[w] = true
-				out = append(out, w)
+			add(w)
+		}
+		for _, seg := range cjkSegments(run) {
+			for _, b := range bigrams(seg) {
+				add(b)
 			}
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// cjkSegments returns the runs of CJK characters in s.
+func cjkSegments(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return !isCJK(r) })
+}
+
+// bigrams returns the pairs of neighbouring characters of s, none for a single character.
+func bigrams(s string) []string {
+	rs := []rune(s)
+	var out []string
+	for i := 0; i+1 < len(rs); i++ {
+		out = append(out, string(rs[i:i+2]))
+	}
+	return out
 }
 
 // query is a user's search text as the index matches it: every word must be a word of the
@@ -47,6 +74,9 @@ func docWords(text string) string {
 type query struct {
 	words      []string
 	substrings []string
+	// bigrams are the CJK bigrams of the substrings: a message holding a substring holds all
+	// of them, so they narrow the candidates through the tsvector's index.
+	bigrams []string
 }
 
 // parseQuery cuts text into runs of letters and numbers; a run holding a CJK character is a
@@ -61,6 +91,9 @@ func parseQuery(text string) query {
 		seen[run] = true
 		if strings.ContainsFunc(run, isCJK) {
 			q.substrings = append(q.substrings, run)
+			for _, seg := range cjkSegments(run) {
+				q.bigrams = append(q.bigrams, bigrams(seg)...)
+			}
 		} else {
 			q.words = append(q.words, run)
 		}
@@ -70,11 +103,12 @@ func parseQuery(text string) query {
 
 func (q query) empty() bool { return len(q.words) == 0 && len(q.substrings) == 0 }
 
-// tsquery is the words as a tsquery that needs all of them, or "" when there are none. Words
-// hold only letters and numbers, so quoting each is enough to keep tsquery syntax out.
+// tsquery is the words and bigrams as a tsquery that needs all of them, or "" when there are
+// none. They hold only letters and numbers, so quoting each is enough to keep tsquery syntax
+// out.
 func (q query) tsquery() string {
 	var b strings.Builder
-	for i, w := range q.words {
+	for i, w := range append(slices.Clip(q.words), q.bigrams...) {
 		if i > 0 {
 			b.WriteString(" & ")
 		}
