@@ -48,7 +48,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	if err := e.settle(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "settled (VACUUM ANALYZE on pg) in %s\n", time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(out, "settled (pg: VACUUM ANALYZE; bleve: nothing) in %s\n", time.Since(start).Round(time.Millisecond))
 	if size, err := e.size(); err != nil {
 		return err
 	} else {
