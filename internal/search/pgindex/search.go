@@ -1,0 +1,151 @@
+package pgindex
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/msggate/msggate/internal/search"
+)
+
+// Search answers one request with two statements in one round trip: the page (First + 1
+// rows, to know whether more follow) and the count, capped by counting a subquery limited to
+// CountLimit + 1 rows, so a common word costs at most that many rows to count.
+//
+// The viewer's scopes are two arrays unnested into a relation joined on the primary key
+// (conversation_id, seq >= min_seq): the planner either walks each scope's rows and checks
+// the words, or looks the words up in the GIN indexes and keeps the rows in scope, whichever
+// its statistics say is cheaper for these words and these conversations.
+func (x *Index) Search(ctx context.Context, req search.Request) (search.Result, error) {
+	var res search.Result
+	scopes := dedupScopes(req.Scopes)
+	if len(scopes) == 0 {
+		res.CountIsExact = true
+		return res, nil
+	}
+	q := parseQuery(req.Text)
+	first := max(req.First, 0)
+
+	var pageArgs, countArgs args
+	page := "SELECT m.conversation_id, m.seq, m.send_time, m.text " +
+		x.from(&pageArgs, scopes) + " WHERE " + strings.Join(append(filters(&pageArgs, req, scopes, q), keyset(&pageArgs, req.After)...), " AND ") +
+		" ORDER BY m.send_time DESC, m.conversation_id, m.seq DESC LIMIT " + strconv.Itoa(first+1)
+	count := "SELECT count(*) FROM (SELECT 1 " + x.from(&countArgs, scopes) + " WHERE " +
+		strings.Join(filters(&countArgs, req, scopes, q), " AND ") + " LIMIT " + strconv.Itoa(x.countLimit+1) + ") AS matches"
+
+	err := x.do(ctx, "search", func(ctx context.Context) error {
+		b := &pgx.Batch{}
+		b.Queue(page, pageArgs...).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var h search.Hit
+				var text string
+				if err := rows.Scan(&h.ConversationID, &h.Seq, &h.SendTime, &text); err != nil {
+					return err
+				}
+				if len(res.Hits) == first {
+					res.HasMore = true
+					continue
+				}
+				h.Highlight = highlight(text, q)
+				res.Hits = append(res.Hits, h)
+			}
+			return rows.Err()
+		})
+		b.Queue(count, countArgs...).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&res.Count)
+		})
+		return x.pool.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return search.Result{}, err
+	}
+	res.CountIsExact = res.Count <= x.countLimit
+	res.Count = min(res.Count, x.countLimit)
+	return res, nil
+}
+
+// args collects a statement's parameters and names each as it is added.
+type args []any
+
+func (a *args) add(v any) string {
+	*a = append(*a, v)
+	return "$" + strconv.Itoa(len(*a))
+}
+
+// from is the FROM clause: the messages in the viewer's scopes, from each scope's min seq.
+func (x *Index) from(a *args, scopes []search.Scope) string {
+	convs := make([]string, len(scopes))
+	mins := make([]int64, len(scopes))
+	for i, s := range scopes {
+		convs[i], mins[i] = s.ConversationID, s.MinSeq
+	}
+	return "FROM " + x.table + " m JOIN unnest(" + a.add(convs) + "::text[], " + a.add(mins) + "::bigint[]) AS s(conversation_id, min_seq)" +
+		" ON m.conversation_id = s.conversation_id AND m.seq >= s.min_seq"
+}
+
+// filters are the conditions every hit meets, counted or not: the query, not hidden for the
+// viewer, and the request's filters.
+func filters(a *args, req search.Request, scopes []search.Scope, q query) []string {
+	convs := make([]string, len(scopes))
+	for i, s := range scopes {
+		convs[i] = s.ConversationID
+	}
+	where := []string{
+		// Implied by the join, but spelled out it lets the planner AND a bitmap of the
+		// scopes' rows (from the primary key) with the words' (from the GIN index), and visit
+		// only the rows in both: a common word then costs its matches in the scopes, not
+		// every row of the scopes.
+		"m.conversation_id = ANY (" + a.add(convs) + "::text[])",
+		"NOT (" + a.add(req.Viewer) + " = ANY (m.hidden_for))",
+	}
+	if ts := q.tsquery(); ts != "" {
+		where = append(where, "m.tsv @@ "+a.add(ts)+"::tsquery")
+	}
+	for _, sub := range q.substrings {
+		// Spelled as the trigram index's expression, so the planner can use it.
+		where = append(where, "lower(m.text) LIKE "+a.add(likePattern(sub)))
+	}
+	if req.SenderID != "" {
+		where = append(where, "m.sender_id = "+a.add(req.SenderID))
+	}
+	if len(req.ContentTypes) > 0 {
+		where = append(where, "m.content_type = ANY ("+a.add(req.ContentTypes)+"::integer[])")
+	}
+	if req.SentAfter != 0 {
+		where = append(where, "m.send_time > "+a.add(req.SentAfter))
+	}
+	if req.SentBefore != 0 {
+		where = append(where, "m.send_time < "+a.add(req.SentBefore))
+	}
+	return where
+}
+
+// keyset is the condition for the rows strictly after the cursor in the result order
+// (send_time descending, conversation_id ascending, seq descending): a row comparison cannot
+// mix directions, so it is spelled out.
+func keyset(a *args, after *search.Cursor) []string {
+	if after == nil {
+		return nil
+	}
+	t, c, s := a.add(after.SendTime), a.add(after.ConversationID), a.add(after.Seq)
+	return []string{"(m.send_time < " + t + " OR (m.send_time = " + t + " AND (m.conversation_id > " + c +
+		" OR (m.conversation_id = " + c + " AND m.seq < " + s + "))))"}
+}
+
+// dedupScopes keeps one scope per conversation (the stricter min seq, should the caller
+// repeat one), since a repeated scope would repeat its hits in the join.
+func dedupScopes(scopes []search.Scope) []search.Scope {
+	seen := make(map[string]int, len(scopes))
+	out := make([]search.Scope, 0, len(scopes))
+	for _, s := range scopes {
+		if i, ok := seen[s.ConversationID]; ok {
+			out[i].MinSeq = max(out[i].MinSeq, s.MinSeq)
+			continue
+		}
+		seen[s.ConversationID] = len(out)
+		out = append(out, s)
+	}
+	return out
+}
