@@ -119,7 +119,9 @@ func TestComposeUserStack(t *testing.T) {
 	if cfg.Addr != ":8080" || len(m.Ports) == 0 {
 		t.Errorf("msggate listens on %q and publishes %v, want :8080 published", cfg.Addr, m.Ports)
 	}
-	if !slices.ContainsFunc(m.Volumes, func(v any) bool { return strings.HasSuffix(toString(v), ":/data:rw") || strings.Contains(toString(v), "target:/data") }) {
+	if !slices.ContainsFunc(m.Volumes, func(v any) bool {
+		return strings.HasSuffix(toString(v), ":/data:rw") || strings.Contains(toString(v), "target:/data")
+	}) {
 		t.Errorf("msggate's volumes %v do not keep /data", m.Volumes)
 	}
 }
