@@ -7,7 +7,7 @@
 #   ./scripts/docker-image                 # builds msggate:latest
 #   docker run -p 8080:8080 -v msggate-data:/data msggate
 #
-# docs/operations.md (Containers) says how to run it, get a token and read its health.
+# docs/operations.md ("The container image") says how to run it, get a token and read its health.
 FROM scratch
 
 # /etc/passwd and /etc/group name the user msggate (65532), /etc/ssl/certs the CA bundle for
