@@ -296,7 +296,7 @@ func (g *Gateway) startRelay(logger *slog.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
 	observe := g.Metrics.WatchRelay()
 	relay := ingest.NewRelay(g.Ingest, ingest.RelayOptions{Interval: g.Config.RelayInterval, Logger: logger,
-		OnLook: func(l ingest.RelayLook) { observe(l.Due, l.Overdue, l.Finished, l.Err != nil) }})
+		OnLook: func(l ingest.RelayLook) { observe(l.Due, l.OldestAge, l.Finished, l.Err != nil) }})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

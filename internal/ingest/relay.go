@@ -31,7 +31,7 @@ type RelayOptions struct {
 	// Logger receives what was finished and what failed. Default slog.Default().
 	Logger *slog.Logger
 	// OnLook, when set, is told what each look found and did: the gateway exports it as the
-	// relay's backlog (ops.Metrics.ObserveRelayLook).
+	// relay's backlog (ops.Metrics.WatchRelay).
 	OnLook func(RelayLook)
 }
 
@@ -40,8 +40,10 @@ type RelayLook struct {
 	// Due is how many intents were past their Due (whatever their writer's state): left by a
 	// writer that died or failed, or by one the store slows beyond its Due.
 	Due int
-	// Overdue is how long the oldest of them has been past its Due; 0 when none is.
-	Overdue time.Duration
+	// OldestAge is how long ago the oldest due intent the look read was recorded: how long
+	// its change has waited to be announced. It counts from Created, not Due, because every
+	// failed try moves Due on. 0 when none is due.
+	OldestAge time.Duration
 	// Finished is how many intents the look finished.
 	Finished int
 	// Err is why the look failed, if it did.
@@ -105,8 +107,8 @@ func (r *Relay) RunOnce(ctx context.Context) (finished int, err error) {
 	due, err := r.in.store.DueIntents(ctx, now, r.opts.Batch)
 	if r.opts.OnLook != nil {
 		look := RelayLook{Due: len(due)}
-		if len(due) > 0 {
-			look.Overdue = max(0, now.Sub(time.UnixMilli(due[0].Due)))
+		for _, it := range due {
+			look.OldestAge = max(look.OldestAge, now.Sub(time.UnixMilli(it.Created)))
 		}
 		if err == nil && len(due) == r.opts.Batch {
 			// More may wait than one look takes: count them, a command only a backlog costs.

@@ -111,8 +111,8 @@ func TestRelayReportsItsBacklog(t *testing.T) {
 		if l.Due != wantDue || l.Finished != wantFinished || l.Err != nil {
 			t.Errorf("look %d reported %d due, %d finished, err %v; want %d due, %d finished", i, l.Due, l.Finished, l.Err, wantDue, wantFinished)
 		}
-		if (l.Overdue > 0) != (wantDue > 0) || l.Overdue > time.Minute {
-			t.Errorf("look %d: the oldest due intent is %s past its due, with %d due", i, l.Overdue, wantDue)
+		if (l.OldestAge > 0) != (wantDue > 0) || l.OldestAge > time.Minute {
+			t.Errorf("look %d: the oldest due intent was recorded %s ago, with %d due", i, l.OldestAge, wantDue)
 		}
 	}
 }

@@ -7,11 +7,12 @@ import (
 )
 
 // RelayLookObserver records one look of the outbox relay (ingest.RelayLook): the intents past
-// their due, how long the oldest has waited, what the look finished, and whether it failed.
-type RelayLookObserver func(due int, overdue time.Duration, finished int, failed bool)
+// their due, how long ago the oldest was recorded, what the look finished, and whether it
+// failed.
+type RelayLookObserver func(due int, oldestAge time.Duration, finished int, failed bool)
 
 // WatchRelay registers the outbox relay's series and returns what records each look into
-// them: msggate_relay_due_intents and msggate_relay_overdue_seconds (as of the last look),
+// them: msggate_relay_due_intents and msggate_relay_oldest_intent_age_seconds (as of the last look),
 // msggate_relay_intents_finished_total and msggate_relay_look_failures_total. A due intent is
 // a change whose writer died or failed before announcing it; a backlog that does not shrink
 // means devices are not told of stored messages.
@@ -20,9 +21,9 @@ func (m *Metrics) WatchRelay() RelayLookObserver {
 		Name: "msggate_relay_due_intents",
 		Help: "Intents in the outbox past their due at the relay's last look: changes stored whose announcement a writer left unfinished.",
 	})
-	overdue := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "msggate_relay_overdue_seconds",
-		Help: "How long the oldest due intent had been past its due at the relay's last look (0: none due).",
+	oldest := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "msggate_relay_oldest_intent_age_seconds",
+		Help: "How long ago the oldest due intent was recorded, at the relay's last look: how long its change has waited to be announced (0: none due).",
 	})
 	finished := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "msggate_relay_intents_finished_total",
@@ -32,10 +33,10 @@ func (m *Metrics) WatchRelay() RelayLookObserver {
 		Name: "msggate_relay_look_failures_total",
 		Help: "Looks of the relay that failed (the store or Redis unreachable); the intents wait for the next.",
 	})
-	m.registry.MustRegister(due, overdue, finished, failures)
+	m.registry.MustRegister(due, oldest, finished, failures)
 	return func(n int, age time.Duration, done int, failed bool) {
 		due.Set(float64(n))
-		overdue.Set(age.Seconds())
+		oldest.Set(age.Seconds())
 		finished.Add(float64(done))
 		if failed {
 			failures.Inc()

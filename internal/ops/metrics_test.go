@@ -138,11 +138,11 @@ func TestBackgroundWorkMetrics(t *testing.T) {
 	m.WatchFeedLag(func() int64 { return lag })
 	s = scrape(t, m)
 	for series, want := range map[string]float64{
-		"msggate_relay_due_intents":            3,
-		"msggate_relay_overdue_seconds":        30,
-		"msggate_relay_intents_finished_total": 6,
-		"msggate_relay_look_failures_total":    1,
-		"msggate_openim_feed_lag_records":      12,
+		"msggate_relay_due_intents":               3,
+		"msggate_relay_oldest_intent_age_seconds": 30,
+		"msggate_relay_intents_finished_total":    6,
+		"msggate_relay_look_failures_total":       1,
+		"msggate_openim_feed_lag_records":         12,
 	} {
 		if s[series] != want {
 			t.Errorf("%s = %v, want %v", series, s[series], want)
