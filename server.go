@@ -6,6 +6,7 @@
 //	msggate [serve] [flags]     run the gateway (the default)
 //	msggate token -user U       print a bearer token for user U
 //	msggate group|seed|import|retention|sync-client ...   see README.md
+//	msggate healthcheck         ask the gateway's /healthz (the container image's HEALTHCHECK)
 //
 // The developer tools that measure it (bench, loadfault, fanout) are separate commands under
 // cmd/, run from a source checkout with `go run ./cmd/NAME`, so that this binary carries no
@@ -58,8 +59,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cli.SyncClient(ctx, args, stdout, stderr)
 	case "reindex":
 		return cli.Reindex(ctx, args, stdout, stderr)
+	case "healthcheck":
+		return cli.Healthcheck(ctx, args, stdout, stderr)
 	case "bench", "loadfault", "fanout":
 		return fmt.Errorf("%s is a developer tool, not a command of msggate: run it from a source checkout with go run ./cmd/%s", cmd, cmd)
 	}
-	return fmt.Errorf("unknown command %q (commands: serve, token, group, seed, import, retention, reindex, sync-client)", cmd)
+	return fmt.Errorf("unknown command %q (commands: serve, token, group, seed, import, retention, reindex, sync-client, healthcheck)", cmd)
 }

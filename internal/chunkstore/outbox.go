@@ -133,6 +133,26 @@ func (s *Store) DueIntents(ctx context.Context, now time.Time, limit int) ([]Int
 	return out, nil
 }
 
+// CountDueIntents counts the intents whose Due is at or before now. It sends the count
+// command, which MongoDB and FerretDB both answer, rather than the driver's CountDocuments,
+// an aggregation.
+func (s *Store) CountDueIntents(ctx context.Context, now time.Time) (int, error) {
+	ctx, done, err := s.admit(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	var out struct {
+		N int `bson:"n"`
+	}
+	err = s.outbox.Database().RunCommand(ctx, bson.D{{Key: "count", Value: CollectionOutbox},
+		{Key: "query", Value: bson.D{{Key: "due", Value: bson.D{{Key: "$lte", Value: now.UnixMilli()}}}}}}).Decode(&out)
+	if err != nil {
+		return 0, storeError("count due intents", err)
+	}
+	return out.N, nil
+}
+
 // ClaimIntent moves a due intent's Due to until, if nobody moved it since it was read, and
 // reports whether this caller got it. On MongoDB only one caller gets it. On FerretDB two may
 // (its updates are not atomic); finishing an intent twice announces nothing twice, so the

@@ -303,7 +303,9 @@ func quiet(w io.Writer) *slog.Logger {
 // ingest.Relay) until the gateway closes; it stops before the stores do.
 func (g *Gateway) startRelay(logger *slog.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
-	relay := ingest.NewRelay(g.Ingest, ingest.RelayOptions{Interval: g.Config.RelayInterval, Logger: logger})
+	observe := g.Metrics.WatchRelay()
+	relay := ingest.NewRelay(g.Ingest, ingest.RelayOptions{Interval: g.Config.RelayInterval, Logger: logger,
+		OnLook: func(l ingest.RelayLook) { observe(l.Due, l.OldestAge, l.Finished, l.Err != nil) }})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

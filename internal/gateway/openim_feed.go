@@ -38,6 +38,7 @@ func (g *Gateway) followOpenIM() error {
 	if err != nil {
 		return err
 	}
+	g.Metrics.WatchFeedLag(feed.Lag)
 	g.FollowerLog = imsync.NewFollowerLog(g.Cache, openimsync.StateSource(g.OpenIM))
 	g.Hub = imsync.NewHub(g.FollowerLog, g.Cache, imsync.HubOptions{OnDrop: g.Metrics.CountDroppedSubscriber})
 	g.Metrics.WatchSubscribers(g.Hub.Subscribers)

@@ -30,6 +30,24 @@ type RelayOptions struct {
 	Retry time.Duration
 	// Logger receives what was finished and what failed. Default slog.Default().
 	Logger *slog.Logger
+	// OnLook, when set, is told what each look found and did: the gateway exports it as the
+	// relay's backlog (ops.Metrics.WatchRelay).
+	OnLook func(RelayLook)
+}
+
+// RelayLook is what one look of a Relay found and did.
+type RelayLook struct {
+	// Due is how many intents were past their Due (whatever their writer's state): left by a
+	// writer that died or failed, or by one the store slows beyond its Due.
+	Due int
+	// OldestAge is how long ago the oldest due intent the look read was recorded: how long
+	// its change has waited to be announced. It counts from Created, not Due, because every
+	// failed try moves Due on. 0 when none is due.
+	OldestAge time.Duration
+	// Finished is how many intents the look finished.
+	Finished int
+	// Err is why the look failed, if it did.
+	Err error
 }
 
 // DefaultRelayInterval is RelayOptions.Interval's default: an intent left behind is announced
@@ -84,9 +102,26 @@ func (r *Relay) Run(ctx context.Context) {
 }
 
 // RunOnce takes the intents due now and finishes each; it returns how many it finished.
-func (r *Relay) RunOnce(ctx context.Context) (int, error) {
+func (r *Relay) RunOnce(ctx context.Context) (finished int, err error) {
 	now := time.Now()
 	due, err := r.in.store.DueIntents(ctx, now, r.opts.Batch)
+	if r.opts.OnLook != nil {
+		look := RelayLook{Due: len(due)}
+		for _, it := range due {
+			look.OldestAge = max(look.OldestAge, now.Sub(time.UnixMilli(it.Created)))
+		}
+		if err == nil && len(due) == r.opts.Batch {
+			// More may wait than one look takes: count them, a command only a backlog costs.
+			// A count that fails leaves the look's own figure, a lower bound.
+			if n, cerr := r.in.store.CountDueIntents(ctx, now); cerr == nil {
+				look.Due = n
+			}
+		}
+		defer func() {
+			look.Finished, look.Err = finished, err
+			r.opts.OnLook(look)
+		}()
+	}
 	if err != nil || len(due) == 0 {
 		return 0, err
 	}
@@ -120,7 +155,7 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	finished := 0
+	finished = 0
 	for _, it := range claimed {
 		out, err := r.in.FinishIntent(tctx, chunks, it)
 		if out == imsync.IntentDone {

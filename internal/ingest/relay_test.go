@@ -67,3 +67,52 @@ func TestRelayTakesLeftImportIntentsInBoundedLooks(t *testing.T) {
 		}
 	}
 }
+
+// Ensure each look of the relay reports the intents past their Due, also beyond what one look
+// takes (then counted), how long the oldest has waited, and what it finished: an operator
+// watches that backlog shrink to zero (msggate_relay_due_intents).
+func TestRelayReportsItsBacklog(t *testing.T) {
+	e := open(t)
+	ledger := imsync.NewLedger(e.store, e.cache, imsync.Options{IntentHandoff: time.Millisecond, Fault: func(step string) error {
+		if step == "store" {
+			return imsync.ErrWriterStopped
+		}
+		return nil
+	}})
+	dying := ingest.New(e.store, e.cache, ledger, ingest.Options{})
+	const intents, per = 3, 5
+	for b := range intents {
+		var msgs []*im.Message
+		for i := range per {
+			msgs = append(msgs, &im.Message{SendID: fmt.Sprintf("left%d", b), RecvID: "alice", ContentType: 101,
+				Content: "left", ClientMsgID: fmt.Sprintf("left%d-%d", b, i)})
+		}
+		if _, err := dying.Ingest(e.ctx, msgs); !errors.Is(err, imsync.ErrWriterStopped) {
+			t.Fatalf("batch %d: the writer did not stop: %v", b, err)
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // past the intents' handoff
+	var looks []ingest.RelayLook
+	relay := ingest.NewRelay(e.in, ingest.RelayOptions{Batch: 2, MaxMessages: per, Retry: time.Minute,
+		OnLook: func(l ingest.RelayLook) { looks = append(looks, l) }})
+	for range intents + 1 {
+		if _, err := relay.RunOnce(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(looks) != intents+1 {
+		t.Fatalf("%d looks reported, want %d", len(looks), intents+1)
+	}
+	for i, l := range looks {
+		wantDue, wantFinished := intents-i, 1
+		if i == intents {
+			wantFinished = 0
+		}
+		if l.Due != wantDue || l.Finished != wantFinished || l.Err != nil {
+			t.Errorf("look %d reported %d due, %d finished, err %v; want %d due, %d finished", i, l.Due, l.Finished, l.Err, wantDue, wantFinished)
+		}
+		if (l.OldestAge > 0) != (wantDue > 0) || l.OldestAge > time.Minute {
+			t.Errorf("look %d: the oldest due intent was recorded %s ago, with %d due", i, l.OldestAge, wantDue)
+		}
+	}
+}

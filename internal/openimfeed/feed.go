@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,6 +58,15 @@ type Feed struct {
 	client  *kgo.Client
 	log     *slog.Logger
 	started atomic.Bool
+
+	lagMu sync.Mutex
+	lag   map[int32]partitionLag // by partition, of those this member was given records of
+}
+
+// partitionLag is where one partition stood at the last poll that returned it.
+type partitionLag struct {
+	end     int64 // the partition's high watermark: the offset its next record will have
+	applied int64 // the offset after the last record applied, or the first one polled
 }
 
 // Open checks opts and makes the Kafka client. It does not wait for a broker: connection and
@@ -137,6 +147,7 @@ func (f *Feed) consume(ctx context.Context, fetches kgo.Fetches, apply func(cont
 	if len(records) == 0 {
 		return nil
 	}
+	f.notePolled(fetches)
 	changes := make([]Change, 0, len(records))
 	for _, r := range records {
 		c, err := decodeChange(r)
@@ -155,6 +166,7 @@ func (f *Feed) consume(ctx context.Context, fetches kgo.Fetches, apply func(cont
 			return err
 		}
 	}
+	f.noteApplied(records)
 	commitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	if err := f.client.CommitRecords(commitCtx, records...); err != nil {
@@ -164,6 +176,56 @@ func (f *Feed) consume(ctx context.Context, fetches kgo.Fetches, apply func(cont
 			"records", len(records), "err", err)
 	}
 	return ctx.Err()
+}
+
+// Lag is how many records of the topic msggate has not applied yet, summed over the
+// partitions this member was given records of: each partition's high watermark at its last
+// poll, less the offset after the last record applied (the records of a batch being applied
+// count as not applied). It is the lag as of the last poll that returned records, so a
+// stuck apply shows at least its batch, and records arriving meanwhile show at the next poll.
+func (f *Feed) Lag() int64 {
+	f.lagMu.Lock()
+	defer f.lagMu.Unlock()
+	var n int64
+	for _, p := range f.lag {
+		n += max(0, p.end-p.applied)
+	}
+	return n
+}
+
+// notePolled records the high watermarks of a poll's partitions; a partition polled for the
+// first time counts as applied up to its first record.
+func (f *Feed) notePolled(fetches kgo.Fetches) {
+	f.lagMu.Lock()
+	defer f.lagMu.Unlock()
+	if f.lag == nil {
+		f.lag = map[int32]partitionLag{}
+	}
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		if len(p.Records) == 0 {
+			return
+		}
+		l, ok := f.lag[p.Partition]
+		if !ok {
+			l.applied = p.Records[0].Offset
+		}
+		l.end = max(l.end, p.HighWatermark)
+		f.lag[p.Partition] = l
+	})
+}
+
+// noteApplied records that records are applied (or skipped): each partition's next record is
+// past the last of them.
+func (f *Feed) noteApplied(records []*kgo.Record) {
+	f.lagMu.Lock()
+	defer f.lagMu.Unlock()
+	for _, r := range records {
+		if l := f.lag[r.Partition]; r.Offset+1 > l.applied {
+			l.applied = r.Offset + 1
+			l.end = max(l.end, l.applied)
+			f.lag[r.Partition] = l
+		}
+	}
 }
 
 // applyUntilDone calls apply until it returns nil or ctx ends. A batch apply refuses is

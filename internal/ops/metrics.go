@@ -117,6 +117,14 @@ func NewMetrics() *Metrics {
 		m.redisDuration, m.redisFailures,
 		m.droppedSubscribers, m.limitRefusals, m.skippedFeedRecords,
 	)
+	// The reasons are few and known: their series exist from the start, at 0, so that a
+	// dashboard's rate() and an alert on them have a series before the first drop or skip.
+	for _, reason := range []string{"slow_consumer", "shutdown"} {
+		m.droppedSubscribers.WithLabelValues(reason)
+	}
+	for _, reason := range []string{"undecodable", "refused"} {
+		m.skippedFeedRecords.WithLabelValues(reason)
+	}
 	return m
 }
 

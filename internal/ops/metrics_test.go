@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -111,5 +112,40 @@ func TestOperationLabelsAreBounded(t *testing.T) {
 	}
 	if got := names.label(""); got != anonymousOperation {
 		t.Errorf("no name is labelled %q", got)
+	}
+}
+
+// Ensure the relay's looks and the feed's lag are exported as an operator reads them: the
+// backlog as of the last look, the finished intents and failed looks summed; and that the
+// known reasons of dropped subscriptions and skipped records have series before any happens.
+func TestBackgroundWorkMetrics(t *testing.T) {
+	m := NewMetrics()
+	s := scrape(t, m)
+	for _, series := range []string{
+		`msggate_sync_subscribers_dropped_total{reason="slow_consumer"}`,
+		`msggate_sync_subscribers_dropped_total{reason="shutdown"}`,
+		`msggate_openim_feed_records_skipped_total{reason="undecodable"}`,
+		`msggate_openim_feed_records_skipped_total{reason="refused"}`,
+	} {
+		if v, ok := s[series]; !ok || v != 0 {
+			t.Errorf("%s = %v (present %v) before anything happened, want 0", series, v, ok)
+		}
+	}
+	look := m.WatchRelay()
+	look(7, 90*time.Second, 2, false)
+	look(3, 30*time.Second, 4, true)
+	var lag int64 = 12
+	m.WatchFeedLag(func() int64 { return lag })
+	s = scrape(t, m)
+	for series, want := range map[string]float64{
+		"msggate_relay_due_intents":               3,
+		"msggate_relay_oldest_intent_age_seconds": 30,
+		"msggate_relay_intents_finished_total":    6,
+		"msggate_relay_look_failures_total":       1,
+		"msggate_openim_feed_lag_records":         12,
+	} {
+		if s[series] != want {
+			t.Errorf("%s = %v, want %v", series, s[series], want)
+		}
 	}
 }
