@@ -167,7 +167,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return devices
 	}
 	if o.Restart {
-		if err := connectBeforeRestart(ctx, out, httpClient, gws, newDevices()); err != nil {
+		// One device a member: what Redis knows is per user.
+		if err := connectBeforeRestart(ctx, out, httpClient, gws, newDevices()[:o.Members]); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(out, "restarting the gateway(s)...\n")
@@ -285,7 +286,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return r, nil
 }
 
-// connectBeforeRestart connects devices in waves of RestartWave, each wave live before the
+// connectBeforeRestart connects devices (one a member) in waves of RestartWave, each wave live before the
 // next dials, and then closes them all: their users are then known to Redis as those of a
 // gateway's devices are when it restarts.
 func connectBeforeRestart(ctx context.Context, out io.Writer, client *http.Client, gws []*instance, devices []*device) error {
