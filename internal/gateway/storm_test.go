@@ -120,14 +120,19 @@ func TestSubscriptionAwaitingRedisHoldsTwoGoroutines(t *testing.T) {
 	if err := g.Ledger.SetGroup(ctx, "waiting", users); err != nil {
 		t.Fatal(err)
 	}
+	rdb := redis.NewClient(&redis.Options{Addr: g.Redis.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Counted from before the connections: a device's reader is one of its two. The client
+	// connections hold no goroutine while nobody reads them.
+	runtime.GC()
+	before := runtime.NumGoroutine()
 	devices := make([]*gatewaytest.WS, n)
 	for i := range devices {
 		devices[i] = gatewaytest.ConnectWS(t, g.URL, tokens[i], gatewaytest.WSOptions{})
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: g.Redis.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	runtime.GC()
-	before := runtime.NumGoroutine()
 	const pause = 3 * time.Second
 	if err := rdb.Do(ctx, "CLIENT", "PAUSE", pause.Milliseconds(), "ALL").Err(); err != nil {
 		t.Fatal(err)
