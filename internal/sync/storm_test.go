@@ -108,7 +108,7 @@ func TestStormStartReadsOnlyRedis(t *testing.T) {
 	}
 	// A start reads the user's log head (Subscribe), list, the groups' heads and the member's
 	// counters; the channels' subscriptions are not round trips of the client.
-	const maxTrips = 5
+	const maxTrips = 4
 	n := len(trips.Take())
 	t.Logf("the storm's start: %d Redis round trips for %d subscriptions (%.1f each)", n, len(subs), float64(n)/float64(len(subs)))
 	if n > maxTrips*len(subs) {
