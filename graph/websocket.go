@@ -286,7 +286,10 @@ func (r *Resolver) syncEvents(ctx context.Context, since *string) (<-chan *model
 	if err != nil {
 		return nil, err
 	}
-	sub, err := r.Hub.Subscribe(ctx, viewer.UserID)
+	// Opened without waiting for Redis to confirm the user's channel: the stream waits for
+	// that on its own goroutine (Run), so the operation's preparation does not hold one more
+	// goroutine per device while thousands of devices subscribe at once.
+	sub, err := r.Hub.Open(ctx, viewer.UserID)
 	if err != nil {
 		release()
 		return nil, err

@@ -5,7 +5,7 @@
 // what each idle device holds in the gateway (resident memory, heap, goroutines).
 //
 //	go run ./cmd/fanout [-devices N] [-members M] [-store ferretdb|embedded] [-instances 1|2]
-//	    [-messages M] [-interval D] [-settle D] [-dir D] [-gateway PATH]
+//	    [-restart] [-messages M] [-interval D] [-settle D] [-dir D] [-gateway PATH]
 //
 // The gateways, and the `group` run that makes the group, are msggate itself: built from this
 // checkout into the run's directory first (go build), or the binary -gateway names. The store
@@ -36,6 +36,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Instances, "instances", fanout.DefaultInstances, "gateway processes the devices are spread over")
 	fs.IntVar(&o.Messages, "messages", fanout.DefaultMessages, "messages sent to the group")
 	fs.DurationVar(&o.Interval, "interval", fanout.DefaultInterval, "time between two sends")
+	fs.BoolVar(&o.Restart, "restart", false, "measure the storm of a gateway restart: the devices connect first in waves (Redis then knows their users), the gateways restart, and the devices all reconnect at once; without it, the storm is the devices' first connection")
 	fs.DurationVar(&o.Settle, "settle", fanout.DefaultSettle, "idle time after the last subscription before the gateways' memory is read")
 	fs.StringVar(&o.Dir, "dir", "", "directory for the run's processes and logs (default: a new temporary one, removed after)")
 	gateway := fs.String("gateway", "", "msggate binary to run as the gateways and to make the group (default: built from this checkout into the run's directory)")

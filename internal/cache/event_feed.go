@@ -54,19 +54,50 @@ func (f *EventFeed) SubscribeGroup(ctx context.Context, conversationID string) e
 }
 
 func (f *EventFeed) subscribe(ctx context.Context, ch string) error {
+	p, err := f.start(ctx, ch)
+	if err != nil {
+		return err
+	}
+	return p.Wait(ctx)
+}
+
+// PendingSubscription is a channel subscription sent to Redis and not yet confirmed.
+type PendingSubscription struct {
+	f  *EventFeed
+	ch string
+	// Confirmed is closed once Redis confirmed the subscription.
+	Confirmed <-chan struct{}
+	confirmed chan struct{}
+}
+
+// StartSubscribe sends the subscription to userID's events and returns without waiting for
+// Redis to confirm it: whoever needs it confirmed waits on the result (Wait), so that the
+// caller's goroutine is not held for the round trip. Confirmations are awaited in the order
+// the subscriptions were sent.
+func (f *EventFeed) StartSubscribe(ctx context.Context, userID string) (*PendingSubscription, error) {
+	return f.start(ctx, f.c.EventChannel(userID))
+}
+
+func (f *EventFeed) start(ctx context.Context, ch string) (*PendingSubscription, error) {
 	confirmed := make(chan struct{})
 	f.mu.Lock()
 	f.waiters[ch] = append(f.waiters[ch], confirmed)
 	f.mu.Unlock()
 	if err := f.ps.Subscribe(ctx, ch); err != nil {
 		f.dropWaiter(ch, confirmed)
-		return cacheError("subscribe", err)
+		return nil, cacheError("subscribe", err)
 	}
+	return &PendingSubscription{f: f, ch: ch, Confirmed: confirmed, confirmed: confirmed}, nil
+}
+
+// Wait returns once Redis confirmed the subscription, or an error once ctx ends first (the
+// subscription is then no longer waited for).
+func (p *PendingSubscription) Wait(ctx context.Context) error {
 	select {
-	case <-confirmed:
+	case <-p.confirmed:
 		return nil
 	case <-ctx.Done():
-		f.dropWaiter(ch, confirmed)
+		p.f.dropWaiter(p.ch, p.confirmed)
 		return im.Unavailable("cache", errors.Join(errors.New("waiting for subscription"), ctx.Err()))
 	}
 }

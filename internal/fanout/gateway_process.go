@@ -23,6 +23,8 @@ type instance struct {
 	log  string
 	cmd  *exec.Cmd
 	done chan struct{}
+	// restart starts the gateway again as it was started (on a new port), once stopped.
+	restart func(context.Context) (*instance, error)
 }
 
 // startWithin bounds how long a gateway may take to answer /readyz after it starts.
@@ -46,7 +48,13 @@ func startGateway(ctx context.Context, name, dir string, command, env []string, 
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	g := &instance{name: name, url: "http://" + addr, log: filepath.Join(dir, name+".log"), done: make(chan struct{})}
+	g := &instance{name: name, url: "http://" + addr, log: filepath.Join(dir, name+".log"), done: make(chan struct{}),
+		restart: func(ctx context.Context) (*instance, error) {
+			return startGateway(ctx, name, dir, command, env, mongoURI, redisURL)
+		}}
+	if _, err := os.Stat(g.log); err == nil {
+		g.log = filepath.Join(dir, name+"-restarted.log") // the same gateway, started again
+	}
 	argv := append(append([]string{}, command...), "serve", "-addr", addr, "-data-dir", filepath.Join(dir, name), "-redis-url", redisURL)
 	if mongoURI != "" {
 		argv = append(argv, "-mongo-uri", mongoURI)
@@ -112,6 +120,49 @@ func (g *instance) rss() (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("%s: /proc/%d/status has no VmRSS", g.name, g.cmd.Process.Pid)
+}
+
+// cpu returns the CPU time (user and system) the gateway process has used so far.
+func (g *instance) cpu() (time.Duration, error) {
+	return processCPU(g.cmd.Process.Pid)
+}
+
+// processCPU reads a process's user and system CPU time from /proc/<pid>/stat.
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: the fields counted follow it.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the name", pid, len(fields))
+	}
+	// utime and stime, fields 14 and 15 of stat(5), in clock ticks of 1/100 s on Linux.
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
+// loadAverage returns the machine's one-minute load average.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }
 
 // stop asks the gateway to shut down and kills it if it has not within ten seconds.

@@ -22,6 +22,12 @@ type Options struct {
 	// Messages is how many messages are sent to the group, Interval apart.
 	Messages int
 	Interval time.Duration
+	// Restart measures a reconnect storm as after a gateway restart: a device of each member
+	// first connects, in waves of RestartWave (so that Redis knows their users, as it does those of a
+	// gateway that served them), then the gateways are stopped and started again, and the
+	// devices all connect at once to the new processes. Without it, the storm is the devices'
+	// first connection, with Redis knowing nothing of the group's members.
+	Restart bool
 	// Settle is how long the devices stay idle once subscribed while the gateways' memory and
 	// goroutines are read, at their lowest (the gateway offers no way to force a GC; see
 	// Report.HeapPerDevice).
@@ -51,6 +57,8 @@ const (
 	DefaultMessages  = 20
 	DefaultInterval  = 200 * time.Millisecond
 	DefaultSettle    = 5 * time.Second
+	// RestartWave is how many devices connect at a time before a restart (Options.Restart).
+	RestartWave = 1000
 )
 
 func (o Options) withDefaults() Options {

@@ -12,6 +12,9 @@ import (
 type Report struct {
 	Devices, Members, Instances, Messages int
 	Store                                 string
+	// Restart: the storm was the devices reconnecting to restarted gateways (Options.Restart),
+	// not their first connection.
+	Restart bool
 
 	// LiveAfter is the time from the first device's dial until every subscription streamed
 	// live (msggate_sync_subscribers_live, summed over the instances, up by Devices): all the
@@ -23,6 +26,13 @@ type Report struct {
 	// StartMongoCommands is the MongoDB commands the gateways made from before the devices
 	// connected until all were live.
 	StartMongoCommands float64
+	// StartGatewayCPU is the CPU time the gateway processes used from the first dial until
+	// all subscriptions were live (the embedded store's included: it runs in the gateway's
+	// process); StartToolCPU is this tool's over the same time: the devices' side of every
+	// connection, on the same machine. LoadBefore and LoadLive are the machine's one-minute
+	// load average at the first dial and once all were live.
+	StartGatewayCPU, StartToolCPU time.Duration
+	LoadBefore, LoadLive          float64
 
 	// RedisCommands is the Redis commands the send phase took per message: every command the
 	// gateways ran from just before the first send until every device had every message (or
@@ -67,6 +77,13 @@ func (r *Report) start(liveAfter time.Duration, before []gatewayFigures, peakGor
 	for i := range before {
 		r.StartMongoCommands += started[i].MongoCommands - before[i].MongoCommands
 	}
+}
+
+func (r *Report) startCPU(before, live cpuTimes) {
+	for i := range before.gateways {
+		r.StartGatewayCPU += live.gateways[i] - before.gateways[i]
+	}
+	r.StartToolCPU = live.tool - before.tool
 }
 
 func (r *Report) redis(idleStart, idleEnd redisFigures, idleTook time.Duration, sendStart, sendEnd redisFigures, sendTook time.Duration) {
@@ -164,6 +181,13 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "\n%s\n%s\n\n", TableHeader, r.Row())
 	fmt.Fprintf(w, "%d messages. Redis idle with the devices connected: %.1f commands/s; less that, %.0f commands/message.\n",
 		r.Messages, r.RedisIdlePerSecond, r.RedisCommandsNet)
+	if r.Restart {
+		fmt.Fprintln(w, "The storm: the devices reconnecting at once to restarted gateways, Redis knowing their users.")
+	} else {
+		fmt.Fprintln(w, "The storm: the devices' first connection, Redis knowing nothing of the group's members.")
+	}
+	fmt.Fprintf(w, "CPU from the first dial until all were live: gateway %.1f s, this tool (the devices) %.1f s, in %.1f s; machine load average %.1f at the first dial, %.1f once all were live.\n",
+		r.StartGatewayCPU.Seconds(), r.StartToolCPU.Seconds(), r.LiveAfter.Seconds(), r.LoadBefore, r.LoadLive)
 	if len(r.TopCommands) > 0 {
 		fmt.Fprint(w, "Redis commands per message, most first:")
 		for _, c := range r.TopCommands {

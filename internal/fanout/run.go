@@ -151,26 +151,44 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 
 	httpClient := &http.Client{Timeout: 30 * time.Second}
-	before, err := scrapeAll(ctx, httpClient, gws)
-	if err != nil {
-		return nil, err
-	}
-
-	// The devices, spread round-robin over the members and, apart, over the instances.
 	tokens := make([]string, o.Members)
 	for i := range tokens {
 		if tokens[i], err = auth.Issue([]byte(hexSecret), members[i], false, 24*time.Hour, time.Now()); err != nil {
 			return nil, err
 		}
 	}
-	devices := make([]*device, o.Devices)
-	for i := range devices {
-		m := i % o.Members
-		devices[i] = &device{user: members[m], token: tokens[m], url: gws[i%len(gws)].url, conv: conv, arrived: map[int64]time.Time{}}
+	// The devices, spread round-robin over the members and, apart, over the instances.
+	newDevices := func() []*device {
+		devices := make([]*device, o.Devices)
+		for i := range devices {
+			m := i % o.Members
+			devices[i] = &device{user: members[m], token: tokens[m], url: gws[i%len(gws)].url, conv: conv, arrived: map[int64]time.Time{}}
+		}
+		return devices
 	}
+	if o.Restart {
+		// One device a member: what Redis knows is per user.
+		if err := connectBeforeRestart(ctx, out, httpClient, gws, newDevices()[:o.Members]); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(out, "restarting the gateway(s)...\n")
+		for i, g := range gws {
+			g.stop()
+			if gws[i], err = g.restart(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	before, err := scrapeAll(ctx, httpClient, gws)
+	if err != nil {
+		return nil, err
+	}
+	devices := newDevices()
 	devCtx, stopDevices := context.WithCancel(ctx)
 	defer stopDevices()
 	fmt.Fprintf(out, "connecting %d devices at once...\n", o.Devices)
+	cpuBefore := cpuSample(gws)
+	loadBefore := loadAverage()
 	began := time.Now()
 	st := startWatch{client: httpClient, gws: gws, before: before}
 	st.start(ctx)
@@ -187,6 +205,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	liveAfter := time.Since(began)
+	cpuLive := cpuSample(gws)
+	loadLive := loadAverage()
 	peak := st.stop()
 	fmt.Fprintf(out, "all %d subscriptions live after %s\n", o.Devices, liveAfter.Round(time.Millisecond))
 	started, err := scrapeAll(ctx, httpClient, gws)
@@ -251,9 +271,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		fmt.Fprintf(out, "not every device had every message %s after the last send\n", deliveredWithin)
 	}
 
-	r := &Report{Devices: o.Devices, Members: o.Members, Store: o.Store, Instances: o.Instances, Messages: o.Messages, Settle: o.Settle}
+	r := &Report{Devices: o.Devices, Members: o.Members, Store: o.Store, Instances: o.Instances, Messages: o.Messages, Settle: o.Settle, Restart: o.Restart}
 	r.redis(idleStart, idleEnd, idleTook, sendStart, sendEnd, sendTook)
 	r.start(liveAfter, before, peak, started)
+	r.startCPU(cpuBefore, cpuLive)
+	r.LoadBefore, r.LoadLive = loadBefore, loadLive
 	r.gateways(before, idle)
 	r.deliveries(devices, sends)
 	stopDevices()
@@ -262,6 +284,54 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	r.Print(out)
 	return r, nil
+}
+
+// connectBeforeRestart connects devices (one a member) in waves of RestartWave, each wave live before the
+// next dials, and then closes them all: their users are then known to Redis as those of a
+// gateway's devices are when it restarts.
+func connectBeforeRestart(ctx context.Context, out io.Writer, client *http.Client, gws []*instance, devices []*device) error {
+	fmt.Fprintf(out, "connecting %d devices in waves of %d before the restart...\n", len(devices), RestartWave)
+	began := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		for _, d := range devices {
+			d.closeNow()
+		}
+	}()
+	before, err := scrapeAll(ctx, client, gws)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < len(devices); i += RestartWave {
+		wave := devices[i:min(i+RestartWave, len(devices))]
+		if err := connectAll(ctx, wave, func(int) {}); err != nil {
+			return err
+		}
+		if err := waitSubscribed(ctx, io.Discard, client, gws, before, i+len(wave)); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "  all %d live in %s\n", len(devices), time.Since(began).Round(time.Millisecond))
+	return nil
+}
+
+// cpuTimes is the CPU time used so far by each gateway and by this process (the devices'
+// side of every connection).
+type cpuTimes struct {
+	gateways []time.Duration
+	tool     time.Duration
+}
+
+// cpuSample reads the CPU time of gws and of this process; one that cannot be read counts 0.
+func cpuSample(gws []*instance) cpuTimes {
+	var c cpuTimes
+	for _, g := range gws {
+		d, _ := g.cpu()
+		c.gateways = append(c.gateways, d)
+	}
+	c.tool, _ = processCPU(os.Getpid())
+	return c
 }
 
 // raiseFileLimit makes room for the devices' connections in this process: its soft limit of

@@ -200,9 +200,19 @@ func (l *Ledger) pageStates(ctx context.Context, userID string, need, guess []st
 // MongoDB, and then into Redis unless a change came meanwhile. A Redis failure is logged and
 // served from MongoDB.
 func (l *Ledger) conversationList(ctx context.Context, userID string) ([]string, error) {
+	ids, _, err := l.versionedList(ctx, userID)
+	return ids, err
+}
+
+// versionedList is conversationList with the list's version in Redis as read before the list
+// ("" when unknown): while Redis still holds that version, the list has not changed since.
+func (l *Ledger) versionedList(ctx context.Context, userID string) ([]string, string, error) {
 	cached, cacheErr := l.cache.GetConversationList(ctx, userID)
 	ids, _, err := l.listFrom(ctx, userID, cached, cacheErr)
-	return ids, err
+	if cacheErr != nil {
+		cached.Version = ""
+	}
+	return ids, cached.Version, err
 }
 
 // listFrom completes a read of userID's cached list (cacheErr: it failed): the cached IDs, else

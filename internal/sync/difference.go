@@ -132,6 +132,28 @@ func (e *EventLog) groupStreams(ctx context.Context, userID string) ([]string, e
 	if err != nil {
 		return nil, err
 	}
+	return e.groupsAmong(ids), nil
+}
+
+// versionedGroupStreams is groupStreams with the version of the list they were read from
+// (listVersioner; "" when the state has no versions).
+func (e *EventLog) versionedGroupStreams(ctx context.Context, userID string) ([]string, string, error) {
+	v, ok := e.state.(interface {
+		versionedList(ctx context.Context, userID string) ([]string, string, error)
+	})
+	if !ok {
+		groups, err := e.groupStreams(ctx, userID)
+		return groups, "", err
+	}
+	ids, version, err := v.versionedList(ctx, userID)
+	if err != nil {
+		return nil, "", err
+	}
+	return e.groupsAmong(ids), version, nil
+}
+
+// groupsAmong returns the group conversations among ids, sorted.
+func (e *EventLog) groupsAmong(ids []string) []string {
 	var out []string
 	for _, id := range ids {
 		if c, err := e.state.ParseConversationID(id); err == nil && c.Kind.IsGroup() {
@@ -139,7 +161,7 @@ func (e *EventLog) groupStreams(ctx context.Context, userID string) ([]string, e
 		}
 	}
 	slices.Sort(out)
-	return out, nil
+	return out
 }
 
 // Summary is a user's state summary: every conversation with messages, newest activity first,
@@ -212,4 +234,27 @@ func (e *EventLog) groupHeads(ctx context.Context, ids []string) (map[string]im.
 // ID rules of the store the log serves: msggate's own, or an OpenIM deployment's.
 func (e *EventLog) ParseToken(s string) (im.SyncToken, error) {
 	return im.ParseSyncToken(s, e.state.ParseConversationID)
+}
+
+// startPoint returns where a stream without a token starts: the heads of the streams of
+// groups (and of userID's own log when withUserHead), and the member's counters in each of
+// those groups, read after the heads so that they cover every event before them. Two Redis
+// round trips while Redis knows the user's state, whatever the number of groups.
+func (e *EventLog) startPoint(ctx context.Context, userID string, groups []string, withUserHead bool) (im.SyncToken, map[string]MemberView, error) {
+	heads, err := e.groupHeads(ctx, groups)
+	if err != nil {
+		return im.SyncToken{}, nil, err
+	}
+	states, userHeads, err := e.state.statesMany(ctx, []cache.StateQuery{{UserID: userID, ConversationIDs: groups}}, withUserHead)
+	if err != nil {
+		return im.SyncToken{}, nil, err
+	}
+	tok := im.SyncToken{Groups: heads}
+	if withUserHead {
+		if len(userHeads) == 0 {
+			return im.SyncToken{}, nil, im.Errorf(im.EINTERNAL, "no head of %s's log in the state read", userID)
+		}
+		tok.User = userHeads[0]
+	}
+	return tok, viewsOf(states[0]), nil
 }

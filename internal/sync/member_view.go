@@ -28,10 +28,16 @@ func (e *EventLog) memberViews(ctx context.Context, userID string, conversationI
 	if err != nil {
 		return nil, err
 	}
-	for _, st := range states[0] {
+	return viewsOf(states[0]), nil
+}
+
+// viewsOf is a member's views of the conversations whose states they are.
+func viewsOf(states []im.SeqState) map[string]MemberView {
+	out := make(map[string]MemberView, len(states))
+	for _, st := range states {
 		out[st.ConversationID] = MemberView{ReadSeq: st.ReadSeq, UserMinSeq: st.UserMinSeq, ConvMinSeq: st.MinSeq, MaxSeq: st.MaxSeq}
 	}
-	return out, nil
+	return out
 }
 
 // MemberViews is memberViews for a subscription that starts following groups.

@@ -45,10 +45,18 @@ func (h *Hub) checkMemberships(ctx context.Context, v listVersioner) {
 // user's groups to re-read what it follows, as the lost hint would have. Only the lists whose
 // version moved since checked are read. A failed read is left to the next check.
 func (h *Hub) checkOnce(ctx context.Context, v listVersioner, checked map[string]string) {
+	// Only users with a subscription that has made what it follows from a read of their
+	// groups: the others are still starting, and read their groups themselves. During a
+	// reconnect storm the check so reads nothing for the devices still starting.
 	h.mu.Lock()
 	users := make([]string, 0, len(h.users))
-	for u := range h.users {
-		users = append(users, u)
+	for u, subs := range h.users {
+		for s := range subs {
+			if s.synced {
+				users = append(users, u)
+				break
+			}
+		}
 	}
 	h.mu.Unlock()
 	subscribed := make(map[string]struct{}, len(users))
@@ -66,9 +74,16 @@ func (h *Hub) checkOnce(ctx context.Context, v listVersioner, checked map[string
 	}
 	var stale []int // indexes in users of the lists to read
 	for i, u := range users {
-		if seen, ok := checked[u]; !ok || seen != versions[i] {
-			stale = append(stale, i)
+		if seen, ok := checked[u]; ok && seen == versions[i] {
+			continue
 		}
+		if h.startedFrom(u, versions[i]) {
+			// Every subscription of the user follows the list of this version, as its
+			// start read it: after a reconnect storm, the check reads no list again.
+			checked[u] = versions[i]
+			continue
+		}
+		stale = append(stale, i)
 	}
 	done := make([]bool, len(stale)) // whether each stale user's subscriptions were checked
 	var wg gosync.WaitGroup
@@ -90,6 +105,23 @@ func (h *Hub) checkOnce(ctx context.Context, v listVersioner, checked map[string
 			checked[users[i]] = versions[i]
 		}
 	}
+}
+
+// startedFrom reports whether every subscription of userID here made what it follows from
+// the user's list of version, as its start read it.
+func (h *Hub) startedFrom(userID, version string) bool {
+	if version == "" {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	subs := h.users[userID]
+	for s := range subs {
+		if !s.synced || s.listVersion != version {
+			return false
+		}
+	}
+	return len(subs) > 0
 }
 
 // resyncStrays tells userID's subscriptions here that do not follow exactly groups (sorted) to

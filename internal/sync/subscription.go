@@ -80,6 +80,11 @@ type Hub struct {
 	mu       gosync.Mutex
 	users    map[string]map[*Subscription]struct{}
 	groups   map[string]map[*Subscription]struct{}
+	// pending holds the user channels whose subscription Redis has not confirmed yet, for the
+	// subscriptions of the same user that open meanwhile; guarded by mu.
+	pending map[string]*cache.PendingSubscription
+	// open counts the subscriptions whose stream start is fixed (Subscribers).
+	open atomic.Int64
 	// live counts the subscriptions past their first catch-up.
 	live atomic.Int64
 	// catchups holds a token for each subscription reading its logs (HubOptions.Catchups).
@@ -108,7 +113,7 @@ func NewHub(events *EventLog, c *cache.Cache, opts HubOptions) *Hub {
 		opts.Catchups = DefaultCatchups
 	}
 	h := &Hub{events: events, cache: c, opts: opts, users: map[string]map[*Subscription]struct{}{},
-		groups: map[string]map[*Subscription]struct{}{}, catchups: make(chan struct{}, opts.Catchups)}
+		groups: map[string]map[*Subscription]struct{}{}, pending: map[string]*cache.PendingSubscription{}, catchups: make(chan struct{}, opts.Catchups)}
 	h.feed = c.OpenEventFeed(h.deliver)
 	if v, ok := events.state.(listVersioner); ok {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -161,16 +166,10 @@ func (h *Hub) Close() error {
 	return h.feed.Close()
 }
 
-// Subscribers returns how many subscriptions are open on this instance.
-func (h *Hub) Subscribers() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, subs := range h.users {
-		n += len(subs)
-	}
-	return n
-}
+// Subscribers returns how many subscriptions are open on this instance with their start
+// fixed: from then on, no event published is missed (a subscription that began without a
+// token has read its streams' heads; one with a token has its user's channel confirmed).
+func (h *Hub) Subscribers() int { return int(h.open.Load()) }
 
 // LiveSubscribers returns how many subscriptions here caught up once and stream live events:
 // the others are still reading their streams' heads and the member's counters.
@@ -230,10 +229,20 @@ type Subscription struct {
 	following map[string]struct{}
 	synced    bool
 	closed    bool
+	// listVersion (guarded by hub.mu) is the version of the user's list that following was
+	// last made from, when the start read it ("" otherwise): the membership check need not
+	// read a list whose version has not moved since.
+	listVersion string
 	// head is the user's log head when the subscription began: where Run starts without a
 	// token, so that no event of the user's log appended after Subscribe returned is missed.
-	// nil when Redis could not tell it then.
+	// nil when Redis could not tell it then, or when the subscription was opened (Open):
+	// Run then reads it once the user's channel is confirmed.
 	head *im.Cursor
+	// channel is the user channel's subscription while Redis has not confirmed it (nil once
+	// it has, or when another subscription here had it confirmed before); counted is set
+	// (guarded by hub.mu) once the subscription is in Subscribers.
+	channel *cache.PendingSubscription
+	counted bool
 }
 
 // channelLocks are the locks that order each channel's subscribe and unsubscribe calls: one
@@ -263,11 +272,35 @@ func (l *channelLocks) of(kind byte, name string) *gosync.Mutex {
 // user's own log are being received, so none published after it returns is missed (Run
 // subscribes to the group streams before it reads them). Close it when done.
 func (h *Hub) Subscribe(ctx context.Context, userID string) (*Subscription, error) {
+	s, err := h.Open(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.awaitChannel(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	// A failure leaves the head to Run, which retries it while Redis is unavailable.
+	if head, err := h.cache.EventHead(ctx, userID); err == nil {
+		s.head = &head
+	}
+	s.count()
+	return s, nil
+}
+
+// Open opens a subscription to userID's events without waiting for Redis to confirm the
+// user's channel: Run waits for that, on the goroutine that streams, before it reads where
+// to start. A device's connection then holds no goroutine of its own while Redis confirms
+// thousands of channels at once (a gateway's devices reconnecting). Close it when done.
+func (h *Hub) Open(ctx context.Context, userID string) (*Subscription, error) {
 	sctx, cancel := context.WithCancelCause(ctx)
 	s := &Subscription{hub: h, userID: userID, live: make(chan *im.Event, h.opts.Buffer),
 		overflow: make(chan struct{}, 1), ctx: sctx, cancel: cancel}
+	// The channel's lock orders its subscribe against an unsubscribe of the user's last
+	// subscription here (Close), which waits for a pending confirmation first.
 	lock := h.channels.user(userID)
 	lock.Lock()
+	defer lock.Unlock()
 	h.mu.Lock()
 	subs := h.users[userID]
 	first := subs == nil
@@ -276,28 +309,57 @@ func (h *Hub) Subscribe(ctx context.Context, userID string) (*Subscription, erro
 		h.users[userID] = subs
 	}
 	subs[s] = struct{}{}
+	s.channel = h.pending[userID]
 	h.mu.Unlock()
-	if first {
-		// Redis confirms a subscription in a round trip; one that never comes must not hold
-		// the subscriber (and every other first subscriber of the stripe) forever.
-		subCtx, cancelSub := context.WithTimeout(ctx, subscribeTimeout)
-		err := h.feed.Subscribe(subCtx, userID)
-		cancelSub()
-		if err != nil {
-			h.mu.Lock()
-			h.removeUserLocked(s)
-			h.mu.Unlock()
-			lock.Unlock()
-			cancel(err)
-			return nil, err
-		}
+	if !first {
+		return s, nil
 	}
-	lock.Unlock()
-	// A failure leaves the head to Run, which retries it while Redis is unavailable.
-	if head, err := h.cache.EventHead(ctx, userID); err == nil {
-		s.head = &head
+	p, err := h.feed.StartSubscribe(ctx, userID)
+	if err != nil {
+		h.mu.Lock()
+		h.removeUserLocked(s)
+		h.mu.Unlock()
+		cancel(err)
+		return nil, err
 	}
+	h.mu.Lock()
+	h.pending[userID] = p
+	h.mu.Unlock()
+	s.channel = p
 	return s, nil
+}
+
+// awaitChannel waits until Redis confirmed the user's channel, for at most subscribeTimeout:
+// one that never comes must not hold the subscriber forever.
+func (s *Subscription) awaitChannel() error {
+	p := s.channel
+	if p == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, subscribeTimeout)
+	defer cancel()
+	err := p.Wait(ctx)
+	h := s.hub
+	h.mu.Lock()
+	// Confirmed, or given up on: either way no later subscription waits for it (one that
+	// shares it already still does, until its own timeout).
+	if h.pending[s.userID] == p {
+		delete(h.pending, s.userID)
+	}
+	s.channel = nil
+	h.mu.Unlock()
+	return err
+}
+
+// count puts s in Subscribers, once.
+func (s *Subscription) count() {
+	h := s.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !s.counted && !s.closed {
+		s.counted = true
+		h.open.Add(1)
+	}
 }
 
 // removeUserLocked forgets s as a subscriber of its user and reports whether it was the user's
@@ -305,6 +367,10 @@ func (h *Hub) Subscribe(ctx context.Context, userID string) (*Subscription, erro
 func (h *Hub) removeUserLocked(s *Subscription) bool {
 	subs := h.users[s.userID]
 	delete(subs, s)
+	if s.counted {
+		s.counted = false
+		h.open.Add(-1)
+	}
 	if len(subs) == 0 && subs != nil {
 		delete(h.users, s.userID)
 		return true
@@ -388,6 +454,7 @@ func (s *Subscription) follow(groups map[string]im.Cursor) (bool, error) {
 	}
 	h.mu.Lock()
 	s.synced = true
+	s.listVersion = ""
 	h.mu.Unlock()
 	return added, nil
 }
@@ -422,12 +489,23 @@ func (s *Subscription) Close() {
 		h.mu.Lock()
 		s.closed = true
 		lastOfUser := h.removeUserLocked(s)
+		pending := h.pending[s.userID]
+		if lastOfUser {
+			delete(h.pending, s.userID)
+		}
 		groups := make([]string, 0, len(s.following))
 		for g := range s.following {
 			groups = append(groups, g)
 		}
 		h.mu.Unlock()
 		if lastOfUser {
+			if pending != nil {
+				// The unsubscribe must reach Redis after the confirmation it waits for, or
+				// that confirmation could be taken for a later subscription's.
+				wctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), subscribeTimeout)
+				_ = pending.Wait(wctx)
+				cancel()
+			}
 			// A failure leaves an idle channel subscribed; its messages find no subscriber.
 			_ = h.feed.Unsubscribe(context.WithoutCancel(s.ctx), s.userID)
 		}
@@ -507,20 +585,37 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 	sync := func() (bool, error) {
 		if !started {
 			// Without a token the stream starts at the heads: the user log's as Subscribe
-			// read it, the group streams' now. Read here, the latter are retried as a
-			// catch-up is while the stores are unavailable.
-			if s.head == nil {
-				head, err := s.hub.cache.EventHead(ctx, s.userID)
-				if err != nil {
-					return false, err
-				}
-				s.head = &head
-			}
-			groups, err := s.hub.events.GroupHeads(ctx, s.userID)
+			// read it (or now, once its channel is confirmed), the group streams' once
+			// their channels are. Nothing is logged before them that the stream owes, so
+			// there is nothing to catch up: the start is a read of the user's list and
+			// one round trip for the heads and the member's counters, all from Redis
+			// while it knows the user. Read here, they are retried as a catch-up is while
+			// the stores are unavailable.
+			groups, version, err := s.hub.events.versionedGroupStreams(ctx, s.userID)
 			if err != nil {
 				return false, err
 			}
-			tok, started = im.SyncToken{User: *s.head, Groups: groups}, true
+			follow := make(map[string]im.Cursor, len(groups))
+			for _, g := range groups {
+				follow[g] = im.Cursor{}
+			}
+			if _, err := s.follow(follow); err != nil {
+				return false, err
+			}
+			s.hub.mu.Lock()
+			s.listVersion = version
+			s.hub.mu.Unlock()
+			start, vs, err := s.hub.events.startPoint(ctx, s.userID, groups, s.head == nil)
+			if err != nil {
+				return false, err
+			}
+			if s.head != nil {
+				start.User = *s.head
+			}
+			tok, started = start, true
+			maps.Copy(views, vs)
+			s.count()
+			return true, nil
 		}
 		for {
 			ok, err := catchUp()
@@ -603,6 +698,15 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 			s.hub.live.Add(-1)
 		}
 	}()
+	// An opened subscription (Open) waits here, on the goroutine that streams, until Redis
+	// confirmed the user's channel: only then is a head read, or a catch-up from a token,
+	// sure to be followed by every later event.
+	if err := s.awaitChannel(); err != nil {
+		return stop(err)
+	}
+	if started {
+		s.count()
+	}
 	if end, err := resume(); end {
 		return err
 	}

@@ -53,6 +53,17 @@ func (c *MongoCommands) Count(coll string, names ...string) int {
 	return total
 }
 
+// Total returns how many commands targeted any collection since the last Reset.
+func (c *MongoCommands) Total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	total := 0
+	for _, n := range c.n {
+		total += n
+	}
+	return total
+}
+
 // Writes counts the write commands that targeted coll since the last Reset.
 func (c *MongoCommands) Writes(coll string) int {
 	return c.Count(coll, "insert", "update", "delete", "findAndModify")
