@@ -28,6 +28,7 @@ const (
 	EnvMetricsAddr       = "MSGGATE_METRICS_ADDR"
 	EnvDataDir           = "MSGGATE_DATA_DIR"
 	EnvSearch            = "MSGGATE_SEARCH"
+	EnvSearchPostgres    = "MSGGATE_SEARCH_POSTGRES"
 	EnvMongoURI          = "MSGGATE_MONGO_URI"
 	EnvMongoDatabase     = "MSGGATE_MONGO_DATABASE"
 	EnvRedisURL          = "MSGGATE_REDIS_URL"
@@ -91,6 +92,10 @@ type Config struct {
 	// Bleve index in SearchDir(DataDir), for a gateway that runs alone; SearchOff, none
 	// (Query.search answers UNSUPPORTED). docs/search.md says which to pick.
 	Search string
+	// SearchPostgres, when set, is a PostgreSQL URL (MSGGATE_SEARCH_POSTGRES) whose full-text
+	// index every instance shares; it takes the place of the embedded index. Empty: Search
+	// decides. docs/search.md says which to pick.
+	SearchPostgres string
 
 	// Handler is the GraphQL handler's settings: introspection, the request limits and rate
 	// limits, the WebSocket connection limits and keepalive, the dataloaders. Zero takes the
@@ -220,6 +225,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MongoDatabase, "mongo-db", env(EnvMongoDatabase, chunkstore.DefaultDatabase), "MongoDB database ("+EnvMongoDatabase+")")
 	fs.StringVar(&c.RedisURL, "redis-url", env(EnvRedisURL, ""), "Redis URL; empty runs an in-process Redis ("+EnvRedisURL+")")
 	fs.StringVar(&c.Search, "search", env(EnvSearch, SearchBleve), "message search index: "+SearchBleve+" (embedded, under -data-dir) or "+SearchOff+" ("+EnvSearch+")")
+	fs.StringVar(&c.SearchPostgres, "search-postgres", env(EnvSearchPostgres, ""), "PostgreSQL URL of a message search index shared by every instance, in place of the embedded one ("+EnvSearchPostgres+")")
 	c.byStore = storeSwitches{introspection: true, playground: true}
 	fs.Var(storeSwitch{&c.Handler.Introspection, &c.byStore.introspection}, "introspection", "allow GraphQL schema introspection (default on with the embedded default, off with -mongo-uri)")
 	fs.Var(storeSwitch{&c.Playground, &c.byStore.playground}, "playground", "serve GraphiQL at / (default on with the embedded default, off with -mongo-uri)")

@@ -1,12 +1,14 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 
 	"github.com/msggate/msggate/internal/search"
 	"github.com/msggate/msggate/internal/search/bleveindex"
 	"github.com/msggate/msggate/internal/search/finder"
+	"github.com/msggate/msggate/internal/search/pgindex"
 )
 
 // The search indexes Config.Search names.
@@ -20,9 +22,20 @@ func SearchDir(dataDir string) string { return filepath.Join(dataDir, "search") 
 
 // openSearch opens the search index the config names; nil when search is off.
 func (g *Gateway) openSearch() (search.Engine, error) {
-	switch g.Config.Search {
-	case SearchOff:
+	if g.Config.Search == SearchOff {
 		return nil, nil
+	}
+	if g.Config.SearchPostgres != "" {
+		// A shared index is filled by msggate reindex, not by each instance's start: a new
+		// instance cannot tell whether the others are indexing the same store right now.
+		x, err := pgindex.Open(context.Background(), g.Config.SearchPostgres, pgindex.Options{})
+		if err != nil {
+			return nil, err
+		}
+		g.closers = append(g.closers, x.Close)
+		return x, nil
+	}
+	switch g.Config.Search {
 	case "":
 		if g.Config.DataDir == "" {
 			return nil, nil // a gateway configured in code, with no place for an index

@@ -5,7 +5,9 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
+	"github.com/msggate/msggate/internal/testenv"
 )
 
 const searchQuery = `query($q: String!, $c: ID, $s: String, $t: [Int!], $a: Int64, $b: Int64, $n: Int, $after: String) {
@@ -41,6 +43,16 @@ func found(t *testing.T, g *gatewaytest.Gateway, token string, vars map[string]a
 	return keys, out.Search
 }
 
+// onEachSearchEngine runs a search test against a gateway on each engine: the embedded Bleve
+// index and a PostgreSQL server the test starts (as it starts redis-server).
+func onEachSearchEngine(t *testing.T, test func(*testing.T, *gatewaytest.Gateway)) {
+	t.Run("bleve", func(t *testing.T) { test(t, gatewaytest.Start(t)) })
+	t.Run("postgres", func(t *testing.T) {
+		url := testenv.Postgres(t).URL()
+		test(t, gatewaytest.StartWith(t, func(c *gateway.Config) { c.SearchPostgres = url }))
+	})
+}
+
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func expectFound(t *testing.T, g *gatewaytest.Gateway, who, token string, vars map[string]any, want ...string) {
@@ -57,8 +69,9 @@ func expectFound(t *testing.T, g *gatewaytest.Gateway, who, token string, vars m
 // Ensure search shows a user exactly what they may read: a revoke removes the hit, a delete
 // for me hides it for that user only, a delete for everyone and a clear remove it, a member
 // removed from a group no longer finds its messages, and a CJK substring is found.
-func TestSearchVisibility(t *testing.T) {
-	g := gatewaytest.Start(t)
+func TestSearchVisibility(t *testing.T) { onEachSearchEngine(t, testSearchVisibility) }
+
+func testSearchVisibility(t *testing.T, g *gatewaytest.Gateway) {
 	alice, bob, carol := g.Token("alice"), g.Token("bob"), g.Token("carol")
 	g.Query(g.Admin(), groupMutation, map[string]any{"g": "team", "m": []map[string]any{
 		{"userID": "alice", "role": "OWNER"}, {"userID": "bob"}, {"userID": "carol"}}}, &struct{}{})
@@ -104,8 +117,9 @@ func TestSearchVisibility(t *testing.T) {
 
 // Ensure pages follow each other through endCursor, newest first, with filters, and that bad
 // arguments are refused.
-func TestSearchPaging(t *testing.T) {
-	g := gatewaytest.Start(t)
+func TestSearchPaging(t *testing.T) { onEachSearchEngine(t, testSearchPaging) }
+
+func testSearchPaging(t *testing.T, g *gatewaytest.Gateway) {
 	alice, bob := g.Token("alice"), g.Token("bob")
 	for i := 0; i < 5; i++ {
 		g.SendGQL(alice, map[string]any{"recvID": "bob", "contentType": 101, "content": "paged update"})
@@ -145,8 +159,9 @@ func TestSearchPaging(t *testing.T) {
 }
 
 // Ensure a message is found by a search right after its send is acknowledged.
-func TestSearchFindsASendAtOnce(t *testing.T) {
-	g := gatewaytest.Start(t)
+func TestSearchFindsASendAtOnce(t *testing.T) { onEachSearchEngine(t, testSearchFindsASendAtOnce) }
+
+func testSearchFindsASendAtOnce(t *testing.T, g *gatewaytest.Gateway) {
 	alice, bob := g.Token("alice"), g.Token("bob")
 	for i := 0; i < 10; i++ {
 		m := g.SendGQL(alice, map[string]any{"recvID": "bob", "contentType": 101, "content": "fresh " + itoa(int64(i)) + " 新消息"})
