@@ -36,6 +36,7 @@ type ConversationNode struct {
 	ID                                   string
 	Kind                                 ConversationKind
 	MaxSeq, MinSeq, ReadSeq, UnreadCount int64
+	UnreadMentionCount                   int64
 	// LastMessage is nil when the viewer may read no seq; LastMessageErr, when set, is what
 	// reading it failed with: that field alone answers null and the error, as lastMessage is
 	// nullable.
@@ -127,6 +128,8 @@ func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *
 				b = strconv.AppendInt(b, n.ReadSeq, 10)
 			case "unreadCount":
 				b = strconv.AppendInt(b, n.UnreadCount, 10)
+			case "unreadMentionCount":
+				b = strconv.AppendInt(b, n.UnreadMentionCount, 10)
 			case "lastMessage":
 				if n.LastMessageErr != nil {
 					at := append(append(ast.Path{}, path...), ast.PathIndex(j), ast.PathName(nf.Alias))

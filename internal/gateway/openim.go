@@ -9,6 +9,7 @@ import (
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/history"
+	"github.com/msggate/msggate/internal/mention"
 	"github.com/msggate/msggate/internal/openim"
 	"github.com/msggate/msggate/internal/openimsync"
 	"github.com/msggate/msggate/internal/ops"
@@ -114,6 +115,7 @@ func (g *Gateway) readPath() readPath {
 			Ledger:     g.Ledger,
 			Chunks:     &history.Chunks{Store: cached, Memory: g.ChunkMemory},
 			ClientMsgs: g.Store,
+			Mentions:   mention.New(g.Store, g.Cache, g.Logger),
 			Ingester:   g.Ingest,
 			Hub:        g.Hub,
 			// OpenIM's states carry no chunks version, so its nodes could not be remembered.

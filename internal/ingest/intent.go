@@ -98,6 +98,7 @@ func (in *Ingester) finishSendIntent(ctx context.Context, chunks history.ChunkSo
 	}
 	var stored []imsync.StoredMessage
 	var docIDs []string
+	mentions := mentionsByConv{}
 	missing := false
 	for _, conv := range convs {
 		ms := byConv[conv]
@@ -115,11 +116,12 @@ func (in *Ingester) finishSendIntent(ctx context.Context, chunks history.ChunkSo
 				continue
 			}
 			stored = append(stored, imsync.StoredMessage{ConversationID: conv, Seq: m.Seq, SendID: m.SendID, SendTime: m.SendTime})
+			mentions.addSlot(conv, m.Seq, slots[i])
 			docIDs = append(docIDs, im.DocID(conv, m.Seq))
 		}
 	}
 	if len(stored) > 0 {
-		if err := in.finishSend(ctx, sortStored(stored), dedupe(docIDs)); err != nil {
+		if err := in.finishSend(ctx, sortStored(stored), mentions, dedupe(docIDs)); err != nil {
 			return imsync.IntentPending, err
 		}
 	}
@@ -156,6 +158,13 @@ func (in *Ingester) finishSlotIntent(ctx context.Context, chunks history.ChunkSo
 		if out := imsync.Unverified(it); out == imsync.IntentPending || len(done) == 0 {
 			return out, nil
 		}
+	}
+	userID := mentionedFor(it.UserID, it.ForEveryone)
+	if it.Kind == chunkstore.IntentRevoke {
+		userID = ""
+	}
+	if err := in.mentions.Remove(ctx, conv.ID, userID, done); err != nil {
+		return imsync.IntentPending, err
 	}
 	if err := in.cache.InvalidateChunks(ctx, docIDsOf(conv.ID, done)); err != nil {
 		return imsync.IntentPending, err

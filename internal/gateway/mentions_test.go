@@ -1,0 +1,315 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/99designs/gqlgen/client"
+
+	"github.com/msggate/msggate/internal/gateway/gatewaytest"
+	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/retention"
+)
+
+// Unread mentions, asked through gqlgen's client as an app would: the count on a conversation,
+// on the list and in sync, the list of them, and how each change moves them.
+
+const (
+	mentionCountQuery = `query($c: ID!, $limit: Int) { conversation(id: $c) { readSeq unreadMentionCount unreadMentions(limit: $limit) { seq status atUserIDs } } viewer { totalUnreadMentions } }`
+	mentionListQuery  = `query { viewer { totalUnreadMentions conversations(first: 20) { nodes { id unreadCount unreadMentionCount } } } }`
+	mentionSyncQuery  = `query { syncState { token totalUnreadMentions conversations { id unreadMentionCount } } }`
+	mentionDiffQuery  = `query($since: String!) { syncDifference(since: $since) { token events { type conversationID readSeq unreadCount unreadMentionCount } } }`
+)
+
+// mentions is a user's GraphQL client.
+type mentions struct {
+	t    *testing.T
+	c    *client.Client
+	user string
+}
+
+func mentionClient(t *testing.T, g *gatewaytest.Gateway, user, token string) *mentions {
+	c := client.New(g.Handler(), client.AddHeader("Authorization", "Bearer "+token))
+	c.SetCustomTarget("/query")
+	return &mentions{t: t, c: c, user: user}
+}
+
+type mentionAnswer struct {
+	Conversation struct {
+		ReadSeq            int64
+		UnreadMentionCount int64
+		UnreadMentions     []struct {
+			Seq       int64
+			Status    string
+			AtUserIDs []string
+		}
+	}
+	Viewer struct{ TotalUnreadMentions int64 }
+}
+
+// state returns the user's unread mention count in conv, the seqs unreadMentions lists (limit
+// 100) and their total over all conversations.
+func (m *mentions) state(conv string) (int64, []int64, int64) {
+	m.t.Helper()
+	var a mentionAnswer
+	if err := m.c.Post(mentionCountQuery, &a, client.Var("c", conv), client.Var("limit", 100)); err != nil {
+		m.t.Fatalf("%s: %v", m.user, err)
+	}
+	var seqs []int64
+	for _, msg := range a.Conversation.UnreadMentions {
+		if msg.Status != "OK" {
+			m.t.Errorf("%s: unreadMentions holds seq %d with status %s", m.user, msg.Seq, msg.Status)
+		}
+		seqs = append(seqs, msg.Seq)
+	}
+	return a.Conversation.UnreadMentionCount, seqs, a.Viewer.TotalUnreadMentions
+}
+
+// expect checks the count and the list of conv against want, and that the list page and the
+// sync summary say the same.
+func (m *mentions) expect(conv string, want ...int64) {
+	m.t.Helper()
+	n, seqs, _ := m.state(conv)
+	if n != int64(len(want)) || !slices.Equal(seqs, want) {
+		m.t.Errorf("%s in %s: count %d, unreadMentions %v; want %d, %v", m.user, conv, n, seqs, len(want), want)
+	}
+	if got := m.listed(conv); got != n {
+		m.t.Errorf("%s in %s: the list page says %d, the conversation %d", m.user, conv, got, n)
+	}
+	var s struct {
+		SyncState struct {
+			Token               string
+			TotalUnreadMentions int64
+			Conversations       []struct {
+				ID                 string
+				UnreadMentionCount int64
+			}
+		}
+	}
+	if err := m.c.Post(mentionSyncQuery, &s); err != nil {
+		m.t.Fatal(err)
+	}
+	for _, c := range s.SyncState.Conversations {
+		if c.ID == conv && c.UnreadMentionCount != n {
+			m.t.Errorf("%s in %s: the sync summary says %d, the conversation %d", m.user, conv, c.UnreadMentionCount, n)
+		}
+	}
+}
+
+// listed returns conv's unreadMentionCount on the user's list page (-1: not on it).
+func (m *mentions) listed(conv string) int64 {
+	m.t.Helper()
+	var l struct {
+		Viewer struct {
+			TotalUnreadMentions int64
+			Conversations       struct {
+				Nodes []struct {
+					ID                              string
+					UnreadCount, UnreadMentionCount int64
+				}
+			}
+		}
+	}
+	if err := m.c.Post(mentionListQuery, &l); err != nil {
+		m.t.Fatal(err)
+	}
+	for _, n := range l.Viewer.Conversations.Nodes {
+		if n.ID == conv {
+			return n.UnreadMentionCount
+		}
+	}
+	return -1
+}
+
+func (m *mentions) do(query string, vars ...client.Option) {
+	m.t.Helper()
+	var out map[string]any
+	if err := m.c.Post(query, &out, vars...); err != nil {
+		m.t.Fatalf("%s: %s: %v", m.user, query, err)
+	}
+}
+
+func (m *mentions) send(group string, at ...string) int64 {
+	m.t.Helper()
+	var out struct{ SendMessage struct{ Seq int64 } }
+	in := map[string]any{"groupID": group, "contentType": 101, "content": fmt.Sprintf("hi %v", at), "atUserIDs": at}
+	if err := m.c.Post(`mutation($in: SendMessageInput!) { sendMessage(input: $in) { seq } }`, &out, client.Var("in", in)); err != nil {
+		m.t.Fatal(err)
+	}
+	return out.SendMessage.Seq
+}
+
+func (m *mentions) read(conv string, seq int64) {
+	m.do(`mutation($c: ID!, $s: Int64) { markConversationRead(conversationID: $c, readSeq: $s) { readSeq } }`, client.Var("c", conv), client.Var("s", seq))
+}
+
+func (m *mentions) revoke(conv string, seq int64) {
+	m.do(`mutation($c: ID!, $s: Int64!) { revokeMessage(conversationID: $c, seq: $s) { seq } }`, client.Var("c", conv), client.Var("s", seq))
+}
+
+func (m *mentions) remove(conv string, forEveryone bool, seqs ...int64) {
+	m.do(`mutation($c: ID!, $s: [Int64!]!, $e: Boolean) { deleteMessages(conversationID: $c, seqs: $s, forEveryone: $e) { seq } }`,
+		client.Var("c", conv), client.Var("s", seqs), client.Var("e", forEveryone))
+}
+
+func (m *mentions) clear(conv string, forEveryone bool) {
+	m.do(`mutation($c: ID!, $e: Boolean) { clearConversation(conversationID: $c, forEveryone: $e) { minSeq } }`, client.Var("c", conv), client.Var("e", forEveryone))
+}
+
+func setTeam(t *testing.T, g *gatewaytest.Gateway, group string, users ...string) {
+	t.Helper()
+	members := []im.GroupMember{{UserID: users[0], Role: im.RoleOwner}}
+	for _, u := range users[1:] {
+		members = append(members, im.GroupMember{UserID: u, Role: im.RoleMember})
+	}
+	if err := g.Ledger.SetGroup(context.Background(), group, members); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUnreadMentions(t *testing.T) {
+	g := gatewaytest.Start(t)
+	setTeam(t, g, "team", "alice", "bob", "carol")
+	alice, bob, carol := mentionClient(t, g, "alice", g.Token("alice")), mentionClient(t, g, "bob", g.Token("bob")), mentionClient(t, g, "carol", g.Token("carol"))
+	const conv = "sg_team"
+
+	alice.send("team", "bob")                           // bob
+	alice.send("team", im.AtAllTag)                     // bob, carol
+	alice.send("team")                                  // nobody
+	bob.send("team", im.AtAllTag)                       // alice, carol (never bob, its sender)
+	bob.send("team", "alice", "bob")                    // alice
+	s6 := carol.send("team", "bob", im.AtAllTag, "bob") // alice, bob: once each
+	alice.send("team", "nobody-in-the-group")           // nobody here
+	alice.do(`mutation { sendMessage(input: {recvID: "bob", contentType: 101, content: "dm", atUserIDs: ["bob"]}) { seq } }`)
+
+	t.Run("explicit, AtAllTag, the sender's own", func(t *testing.T) {
+		// Sending moves the sender's read seq: bob's sends (4, 5) read 1 and 2 for him, alice's
+		// last send everything before it, carol's everything up to 6.
+		bob.expect(conv, s6)
+		alice.expect(conv)
+		carol.expect(conv)
+		// A single chat mentions nobody.
+		bob.expect("si_alice_bob")
+	})
+
+	// From here, alice and carol have unread mentions too: they read back to 0 is impossible
+	// (reads only rise), so a second group starts them fresh.
+	setTeam(t, g, "crew", "dave", "alice", "carol", "erin")
+	dave, erin := mentionClient(t, g, "dave", g.Token("dave")), mentionClient(t, g, "erin", g.Token("erin"))
+	const crew = "sg_crew"
+	c1 := dave.send("crew", "alice")
+	c2 := dave.send("crew", im.AtAllTag)
+	c3 := dave.send("crew", "carol", "erin")
+	c4 := dave.send("crew", im.AtAllTag, "alice")
+	c5 := dave.send("crew", "erin")
+	alice.expect(crew, c1, c2, c4)
+	carol.expect(crew, c2, c3, c4)
+	erin.expect(crew, c2, c3, c4, c5)
+	dave.expect(crew)
+	t.Run("limit", func(t *testing.T) {
+		var a mentionAnswer
+		if err := erin.c.Post(mentionCountQuery, &a, client.Var("c", crew), client.Var("limit", 2)); err != nil {
+			t.Fatal(err)
+		}
+		if len(a.Conversation.UnreadMentions) != 2 || a.Conversation.UnreadMentions[1].Seq != c3 {
+			t.Errorf("limit 2: %+v", a.Conversation.UnreadMentions)
+		}
+		r, err := erin.c.RawPost(mentionCountQuery, client.Var("c", crew), client.Var("limit", 101))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errs []struct{ Extensions struct{ Code string } }
+		_ = json.Unmarshal(r.Errors, &errs)
+		if len(errs) == 0 || errs[0].Extensions.Code != "LIMIT_EXCEEDED" {
+			t.Errorf("limit 101: errors %s, want LIMIT_EXCEEDED", r.Errors)
+		}
+	})
+
+	t.Run("a read on another device lowers it", func(t *testing.T) {
+		// Reads are per user, whichever device: a second client of alice's reads.
+		alice2 := mentionClient(t, g, "alice", g.Token("alice"))
+		alice2.read(crew, c2)
+		alice.expect(crew, c4)
+	})
+	t.Run("revoke", func(t *testing.T) {
+		dave.revoke(crew, c4)
+		alice.expect(crew)
+		carol.expect(crew, c2, c3)
+	})
+	t.Run("delete for everyone", func(t *testing.T) {
+		dave.remove(crew, true, c3)
+		carol.expect(crew, c2)
+		erin.expect(crew, c2, c5)
+	})
+	t.Run("deleted for me", func(t *testing.T) {
+		erin.remove(crew, false, c2)
+		erin.expect(crew, c5)
+		carol.expect(crew, c2) // only erin's
+	})
+	t.Run("Redis emptied", func(t *testing.T) {
+		if err := g.Redis.FlushAll(); err != nil {
+			t.Fatal(err)
+		}
+		erin.expect(crew, c5)
+		carol.expect(crew, c2)
+		bob.expect(conv, s6)
+		// And the copy Redis was filled with keeps following changes.
+		c6 := dave.send("crew", "carol")
+		carol.expect(crew, c2, c6)
+	})
+	t.Run("clear for me", func(t *testing.T) {
+		carol.clear(crew, false)
+		carol.expect(crew)
+		erin.expect(crew, c5)
+	})
+	t.Run("clear for everyone", func(t *testing.T) {
+		dave.clear(crew, true)
+		erin.expect(crew)
+	})
+	t.Run("totals", func(t *testing.T) {
+		for _, tc := range []struct {
+			m    *mentions
+			conv string
+			want int64
+		}{{bob, conv, 1}, {alice, crew, 0}, {carol, crew, 0}, {erin, crew, 0}} {
+			if _, _, total := tc.m.state(tc.conv); total != tc.want {
+				t.Errorf("%s's totalUnreadMentions %d, want %d", tc.m.user, total, tc.want)
+			}
+		}
+	})
+}
+
+// TestUnreadMentionsRetention: mentions in seqs retention took are no longer counted.
+func TestUnreadMentionsRetention(t *testing.T) {
+	g := gatewaytest.Start(t)
+	setTeam(t, g, "old", "alice", "bob")
+	now := time.Now()
+	var msgs []*im.Message
+	for i := range 150 {
+		at := now.Add(-40 * 24 * time.Hour).UnixMilli()
+		if i >= 120 {
+			at = now.UnixMilli()
+		}
+		msgs = append(msgs, &im.Message{SendID: "alice", GroupID: "old", ContentType: 101, Content: "x", SendTime: at, AtUserIDList: []string{"bob"}})
+	}
+	if _, err := g.Ingest.Ingest(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	bob := mentionClient(t, g, "bob", g.Token("bob"))
+	if n, _, _ := bob.state("sg_old"); n != 150 {
+		t.Fatalf("before retention: %d, want 150", n)
+	}
+	job := retention.New(g.Store, g.Cache, g.Ledger, retention.Options{MaxAge: 30 * 24 * time.Hour, Now: func() time.Time { return now }})
+	if _, err := job.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The min seq moved to the first recent message, 121: the mentions below it are gone.
+	n, seqs, _ := bob.state("sg_old")
+	if n != 30 || len(seqs) != 30 || seqs[0] != 121 {
+		t.Errorf("after retention: count %d, first of %d listed %v; want 30 from 121", n, len(seqs), seqs[:min(3, len(seqs))])
+	}
+}
