@@ -13,6 +13,7 @@ import (
 
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/openim/openimtest"
 	"github.com/msggate/msggate/internal/retention"
 )
 
@@ -456,4 +457,74 @@ func TestUnreadMentionsProperty(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after FLUSHALL")
+}
+
+// TestOpenIMUnreadMentions: the same rules in OpenIM mode, from OpenIM's chunks
+// (at_user_id_list, revoke, del_list) and seqs, without writing to OpenIM's stores.
+func TestOpenIMUnreadMentions(t *testing.T) {
+	g := gatewaytest.StartOpenIM(t, nil)
+	for i, u := range []string{"alice", "bob", "carol", "erin"} {
+		role := int32(20)
+		if i == 0 {
+			role = 100
+		}
+		g.IM.AddGroupMember("team", u, role)
+	}
+	g.IM.CreateGroupChatConversations("team", "alice", "bob", "carol", "erin")
+	conv := openimtest.GroupConversationID("team")
+	msg := func(from string, at ...string) *openimtest.MsgData {
+		m := openimtest.Group(from, "team", openimtest.ContentText, openimtest.TextContent("hi"))
+		m.AtUserIDList = at
+		return m
+	}
+	seqs := g.IM.Send(conv,
+		msg("alice", "bob"),                // 1: bob
+		msg("alice", im.AtAllTag),          // 2: bob, carol, erin
+		msg("alice"),                       // 3: nobody
+		msg("alice", im.AtAllTag, "carol"), // 4: bob, carol, erin
+		msg("alice", "carol", "erin"),      // 5: carol, erin
+		msg("alice", "erin"),               // 6: erin
+		msg("alice", "alice", im.AtAllTag)) // 7: bob, carol, erin; never alice
+	if !slices.Equal(seqs, []int64{1, 2, 3, 4, 5, 6, 7}) {
+		t.Fatalf("seqs %v", seqs)
+	}
+	users := map[string]*mentions{}
+	for _, u := range []string{"alice", "bob", "carol", "erin"} {
+		users[u] = mentionClient(t, g.Gateway, u, g.IM.Login(u, 1, 7))
+	}
+	users["alice"].expect(conv)
+	users["bob"].expect(conv, 1, 2, 4, 7)
+	users["carol"].expect(conv, 2, 4, 5, 7)
+	users["erin"].expect(conv, 2, 4, 5, 6, 7)
+
+	// A read on any device: OpenIM keeps one read seq per user.
+	g.IM.SetReadSeq(conv, "bob", 2)
+	users["bob"].expect(conv, 4, 7)
+	g.IM.Revoke(conv, 4, openimtest.Revoke{UserID: "alice", Role: 100, Nickname: "Alice"})
+	users["bob"].expect(conv, 7)
+	users["carol"].expect(conv, 2, 5, 7)
+	g.IM.DeleteForEveryone(conv, 5)
+	users["carol"].expect(conv, 2, 7)
+	g.IM.DeleteForMe(conv, "erin", 2, 6)
+	users["erin"].expect(conv, 7)
+	users["carol"].expect(conv, 2, 7)
+	// Cleared for carol (her min seq), and retention for all (the conversation's).
+	g.IM.SetUserMinSeq(conv, "carol", 3)
+	users["carol"].expect(conv, 7)
+	if err := g.Redis.FlushAll(); err != nil { // msggate's own Redis: nothing of the answer is kept there
+		t.Fatal(err)
+	}
+	users["erin"].expect(conv, 7)
+	g.IM.SetMinSeq(conv, 8)
+	users["erin"].expect(conv)
+	users["bob"].expect(conv)
+
+	// The reads write nothing to OpenIM's stores.
+	after := g.IM.Snapshot()
+	for _, u := range users {
+		u.expect(conv)
+	}
+	if d := openimtest.Diff(after, g.IM.Snapshot()); len(d) != 0 {
+		t.Errorf("the reads changed OpenIM's stores: %v", d)
+	}
 }

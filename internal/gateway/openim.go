@@ -101,6 +101,10 @@ func (g *Gateway) readPath() readPath {
 			cached.ObserveCache = g.Metrics.ObserveChunkCache
 			r.Chunks = &history.Chunks{Store: cached, Memory: g.ChunkMemory}
 		}
+		// OpenIM keeps no index of mentions (only a per-conversation flag), and msggate writes
+		// none into OpenIM's database: unread mentions are read from the chunks of each
+		// unread range, where at_user_id_list, revoke and del_list are (docs/openim.md).
+		r.Mentions = history.ChunkMentions{Chunks: r.Chunks}
 		return readPath{
 			resolver:      r,
 			authenticator: auth.UserTokens(s),
