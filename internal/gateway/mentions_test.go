@@ -528,3 +528,25 @@ func TestOpenIMUnreadMentions(t *testing.T) {
 		t.Errorf("the reads changed OpenIM's stores: %v", d)
 	}
 }
+
+// TestAtAllCostsOneEntry: an AtAllTag message in a group of 5,000 writes one entry of the
+// mention index, not one per member, and a member's count reads it back.
+func TestAtAllCostsOneEntry(t *testing.T) {
+	g := gatewaytest.Start(t)
+	groupOf(t, g, "big", 5000)
+	owner, member := mentionClient(t, g, "m-0001", g.Token("m-0001")), mentionClient(t, g, "m-4999", g.Token("m-4999"))
+	g.Mongo.Reset()
+	seq := owner.send("big", im.AtAllTag)
+	if n := g.Mongo.Writes("msg_mention"); n != 1 {
+		t.Errorf("an AtAllTag message in a group of 5,000 wrote the mention index %d times, want 1", n)
+	}
+	if err := g.Redis.FlushAll(); err != nil { // so that the count reads the store
+		t.Fatal(err)
+	}
+	g.Mongo.Reset()
+	member.expect("sg_big", seq)
+	owner.expect("sg_big")
+	if n := g.Mongo.Count("msg_mention", "find"); n > 5 {
+		t.Errorf("counting read the mention index %d times, want a few", n)
+	}
+}
