@@ -6,6 +6,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/msggate/msggate/graph/model"
+	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/im"
 )
 
@@ -117,12 +118,14 @@ func (r *Resolver) eventMentionCount(ctx context.Context, ev *model.SyncEvent) (
 	if r.Mentions == nil || ev.ConversationID == nil || ev.MaxSeq == nil || ev.ReadSeq == nil || ev.MinSeq == nil {
 		return nil, nil
 	}
-	l := loadersFrom(ctx)
-	if l == nil {
-		return nil, nil
+	// A subscription's events are resolved without request loaders: the viewer comes from
+	// the connection's authentication.
+	viewer, err := auth.ViewerFrom(ctx)
+	if err != nil {
+		return nil, err
 	}
 	st := im.SeqState{ConversationID: *ev.ConversationID, MaxSeq: *ev.MaxSeq, MinSeq: *ev.MinSeq, ReadSeq: *ev.ReadSeq}
-	counts, err := r.Mentions.UnreadMentionCounts(ctx, l.viewer, []im.SeqState{st})
+	counts, err := r.Mentions.UnreadMentionCounts(ctx, viewer.UserID, []im.SeqState{st})
 	if err != nil {
 		return nil, err
 	}

@@ -550,3 +550,44 @@ func TestAtAllCostsOneEntry(t *testing.T) {
 		t.Errorf("counting read the mention index %d times, want a few", n)
 	}
 }
+
+// TestUnreadMentionsLive: a device subscribed to syncEvents learns the new count from the READ
+// event another device's read causes.
+func TestUnreadMentionsLive(t *testing.T) {
+	g := gatewaytest.Start(t)
+	setTeam(t, g, "team", "alice", "bob")
+	alice, bob := mentionClient(t, g, "alice", g.Token("alice")), mentionClient(t, g, "bob", g.Token("bob"))
+	alice.send("team", "bob")
+	s2 := alice.send("team", im.AtAllTag)
+	alice.send("team", "bob")
+	bob.expect("sg_team", 1, 2, 3)
+
+	ws := gatewaytest.ConnectWS(t, g.URL, g.Token("bob"), gatewaytest.WSOptions{})
+	token := bob.syncToken()
+	ws.Write(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+		"query":     `subscription($since: String) { syncEvents(since: $since) { type conversationID readSeq unreadMentionCount } }`,
+		"variables": map[string]any{"since": token}}})
+	bob.read("sg_team", s2) // on another device
+	for {
+		m := ws.Next()
+		b, _ := json.Marshal(m["payload"])
+		var p struct {
+			Data struct {
+				SyncEvents struct {
+					Type               string
+					ReadSeq            *int64
+					UnreadMentionCount *int64
+				}
+			}
+		}
+		if err := json.Unmarshal(b, &p); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		if ev := p.Data.SyncEvents; ev.Type == "READ" {
+			if ev.UnreadMentionCount == nil || *ev.UnreadMentionCount != 1 {
+				t.Errorf("live READ event: %s, want unreadMentionCount 1", b)
+			}
+			return
+		}
+	}
+}
