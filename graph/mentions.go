@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/msggate/msggate/graph/model"
 	"github.com/msggate/msggate/internal/auth"
@@ -144,4 +145,33 @@ func selects(ctx context.Context, typeName, name string) bool {
 		}
 	}
 	return false
+}
+
+// mentionListsOf reads the unreadMentions field f of every node of a conversation page, side
+// by side, so that their message reads share the loaders' batches.
+func (r *Resolver) mentionListsOf(ctx context.Context, f graphql.CollectedField, nodes []model.ConversationNode) error {
+	var limit *int
+	if v, ok := f.ArgumentMap(graphql.GetOperationContext(ctx).Variables)["limit"]; ok && v != nil {
+		n, err := model.UnmarshalInt(v)
+		if err != nil {
+			return err
+		}
+		limit = &n
+	}
+	lists := make([][]*model.Message, len(nodes))
+	siblings := withSiblings(ctx)
+	if err := eachNode(ctx, f, len(nodes), func(i int) error {
+		msgs, err := r.unreadMentions(siblings, nodes[i].ID, limit)
+		lists[i] = msgs
+		return err
+	}); err != nil {
+		return err
+	}
+	for i := range nodes {
+		if nodes[i].MentionLists == nil {
+			nodes[i].MentionLists = map[*ast.Field][]*model.Message{}
+		}
+		nodes[i].MentionLists[f.Field] = lists[i]
+	}
+	return nil
 }

@@ -48,6 +48,8 @@ type ConversationNode struct {
 	// SeqsAtTime are the node's answers to each seqAtTime field the query selected, by that
 	// field: nil for null.
 	SeqsAtTime map[*ast.Field]*int64
+	// MentionLists are the node's unreadMentions answers, by field.
+	MentionLists map[*ast.Field][]*Message
 	// Rendered, when set, is the node's JSON for the connection's RenderedFor field, from an
 	// earlier request; the other fields are then unset.
 	Rendered []byte
@@ -146,6 +148,12 @@ func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *
 					return nil, unknownField("Conversation", "history (not resolved)")
 				}
 				return appendHistory(b, oc, innerOf[nf.Alias], h)
+			case "unreadMentions":
+				msgs, ok := n.MentionLists[nf.Field]
+				if !ok {
+					return nil, unknownField("Conversation", "unreadMentions (not resolved)")
+				}
+				return appendMessages(b, oc, innerOf[nf.Alias], msgs)
 			case "seqAtTime":
 				seq, ok := n.SeqsAtTime[nf.Field]
 				if !ok {
@@ -177,7 +185,7 @@ func nodeSelections(oc *graphql.OperationContext, f graphql.CollectedField) ([]g
 	innerOf := map[string][]graphql.CollectedField{}
 	for _, nf := range fields {
 		switch nf.Name {
-		case "lastMessage":
+		case "lastMessage", "unreadMentions":
 			innerOf[nf.Alias] = graphql.CollectFields(oc, nf.Selections, messageTypes)
 		case "history":
 			innerOf[nf.Alias] = graphql.CollectFields(oc, nf.Selections, historyTypes)

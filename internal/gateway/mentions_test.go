@@ -22,7 +22,7 @@ import (
 
 const (
 	mentionCountQuery = `query($c: ID!, $limit: Int) { conversation(id: $c) { readSeq unreadMentionCount unreadMentions(limit: $limit) { seq status atUserIDs } } viewer { totalUnreadMentions } }`
-	mentionListQuery  = `query { viewer { totalUnreadMentions conversations(first: 20) { nodes { id unreadCount unreadMentionCount } } } }`
+	mentionListQuery  = `query { viewer { totalUnreadMentions conversations(first: 20) { nodes { id unreadCount unreadMentionCount unreadMentions(limit: 100) { seq } } } } }`
 	mentionSyncQuery  = `query { syncState { token totalUnreadMentions conversations { id unreadMentionCount } } }`
 	mentionDiffQuery  = `query($since: String!) { syncDifference(since: $since) { token events { type conversationID readSeq unreadCount unreadMentionCount } } }`
 )
@@ -81,8 +81,8 @@ func (m *mentions) expect(conv string, want ...int64) {
 	if n != int64(len(want)) || !slices.Equal(seqs, want) {
 		m.t.Errorf("%s in %s: count %d, unreadMentions %v; want %d, %v", m.user, conv, n, seqs, len(want), want)
 	}
-	if got := m.listed(conv); got != n {
-		m.t.Errorf("%s in %s: the list page says %d, the conversation %d", m.user, conv, got, n)
+	if got, listedSeqs := m.listed(conv); got != n || !slices.Equal(listedSeqs, seqs) {
+		m.t.Errorf("%s in %s: the list page says %d, %v; the conversation %d, %v", m.user, conv, got, listedSeqs, n, seqs)
 	}
 	var s struct {
 		SyncState struct {
@@ -114,8 +114,9 @@ func (m *mentions) syncToken() string {
 	return s.SyncState.Token
 }
 
-// listed returns conv's unreadMentionCount on the user's list page (-1: not on it).
-func (m *mentions) listed(conv string) int64 {
+// listed returns conv's unreadMentionCount and unreadMentions on the user's list page (-1: not
+// on it).
+func (m *mentions) listed(conv string) (int64, []int64) {
 	m.t.Helper()
 	var l struct {
 		Viewer struct {
@@ -124,6 +125,7 @@ func (m *mentions) listed(conv string) int64 {
 				Nodes []struct {
 					ID                              string
 					UnreadCount, UnreadMentionCount int64
+					UnreadMentions                  []struct{ Seq int64 }
 				}
 			}
 		}
@@ -133,10 +135,14 @@ func (m *mentions) listed(conv string) int64 {
 	}
 	for _, n := range l.Viewer.Conversations.Nodes {
 		if n.ID == conv {
-			return n.UnreadMentionCount
+			var seqs []int64
+			for _, msg := range n.UnreadMentions {
+				seqs = append(seqs, msg.Seq)
+			}
+			return n.UnreadMentionCount, seqs
 		}
 	}
-	return -1
+	return -1, nil
 }
 
 func (m *mentions) do(query string, vars ...client.Option) {
