@@ -597,3 +597,24 @@ func TestUnreadMentionsLive(t *testing.T) {
 		}
 	}
 }
+
+// TestMentionOfADeadWriter: a send whose writer died right after its chunk write has its
+// mention recorded by the relay that finishes it, from the slot it wrote.
+func TestMentionOfADeadWriter(t *testing.T) {
+	g := startWithRelay(t)
+	setTeam(t, g, "team", "alice", "bob")
+	w := dyingWriter(g, "store", nil)
+	_, err := w.Ingest(context.Background(), []*im.Message{{SendID: "alice", GroupID: "team", ContentType: 101, Content: "@bob", AtUserIDList: []string{"bob"}}})
+	if err == nil {
+		t.Fatal("the dying writer finished")
+	}
+	bob := mentionClient(t, g, "bob", g.Token("bob"))
+	gatewaytest.WaitFor(t, 10*time.Second, "the relay to finish the send", func() bool {
+		n, _, _ := bob.state("sg_team")
+		return n == 1
+	})
+	if err := g.Redis.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	bob.expect("sg_team", 1)
+}
