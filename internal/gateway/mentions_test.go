@@ -618,3 +618,61 @@ func TestMentionOfADeadWriter(t *testing.T) {
 	}
 	bob.expect("sg_team", 1)
 }
+
+// TestOpenIMUnreadMentionsProperty: in OpenIM mode too, random sends with random mentions, read
+// seqs moved, revokes, deletes and clears as OpenIM makes them leave each member's
+// unreadMentionCount equal to the count recomputed from the messages.
+func TestOpenIMUnreadMentionsProperty(t *testing.T) {
+	g := gatewaytest.StartOpenIM(t, nil)
+	users := []string{"u0", "u1", "u2"}
+	for i, u := range users {
+		role := int32(20)
+		if i == 0 {
+			role = 100
+		}
+		g.IM.AddGroupMember("prop", u, role)
+	}
+	g.IM.CreateGroupChatConversations("prop", users...)
+	conv := openimtest.GroupConversationID("prop")
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 11))
+	clients := map[string]*mentions{}
+	for _, u := range users {
+		clients[u] = mentionClient(t, g.Gateway, u, g.IM.Login(u, 1, 7))
+	}
+	var maxSeq int64
+	for step := range 40 {
+		u := users[rng.IntN(len(users))]
+		switch op := rng.IntN(10); {
+		case op < 5 || maxSeq == 0:
+			m := openimtest.Group(u, "prop", openimtest.ContentText, openimtest.TextContent("x"))
+			for _, c := range append(slices.Clone(users), im.AtAllTag) {
+				if rng.IntN(3) == 0 {
+					m.AtUserIDList = append(m.AtUserIDList, c)
+				}
+			}
+			maxSeq = g.IM.Send(conv, m)[0]
+		case op < 7:
+			g.IM.SetReadSeq(conv, u, 1+rng.Int64N(maxSeq))
+		case op == 7:
+			g.IM.Revoke(conv, 1+rng.Int64N(maxSeq), openimtest.Revoke{UserID: "u0", Role: 100})
+		case op == 8:
+			if rng.IntN(2) == 0 {
+				g.IM.DeleteForEveryone(conv, 1+rng.Int64N(maxSeq))
+			} else {
+				g.IM.DeleteForMe(conv, u, 1+rng.Int64N(maxSeq))
+			}
+		default:
+			g.IM.SetUserMinSeq(conv, u, 1+rng.Int64N(maxSeq))
+		}
+		if step%5 == 4 {
+			for _, u := range users {
+				got, _, _ := clients[u].state(conv)
+				if want := clients[u].recount(conv); got != want {
+					t.Fatalf("step %d: %s's unreadMentionCount %d, recomputed from the messages %d", step, u, got, want)
+				}
+			}
+		}
+	}
+}
