@@ -29,6 +29,8 @@ import (
 // adding one entry to the zsets.
 const mentionLua = `
 local base = KEYS[1]
+local ttl = ARGV[1]
+local function touch(key) redis.call('PEXPIRE', key, ttl) end
 local function split(s, sep)
   local out = {}
   if s == nil or s == '' then return out end
@@ -50,41 +52,46 @@ local function has(list, x)
 end
 local function index(seq, e)
   if e.all then
-    redis.call('ZADD', base .. ':all', seq, seq)
-    redis.call('ZADD', base .. ':x:' .. e.sender, seq, seq)
-    for _, h in ipairs(e.hidden) do redis.call('ZADD', base .. ':x:' .. h, seq, seq) end
+    redis.call('ZADD', base .. ':all', seq, seq); touch(base .. ':all')
+    redis.call('ZADD', base .. ':x:' .. e.sender, seq, seq); touch(base .. ':x:' .. e.sender)
+    for _, h in ipairs(e.hidden) do redis.call('ZADD', base .. ':x:' .. h, seq, seq); touch(base .. ':x:' .. h) end
   else
     for _, u in ipairs(e.users) do
-      if not has(e.hidden, u) then redis.call('ZADD', base .. ':u:' .. u, seq, seq) end
+      if not has(e.hidden, u) then redis.call('ZADD', base .. ':u:' .. u, seq, seq); touch(base .. ':u:' .. u) end
     end
   end
 end
 local function add(seq, v)
-  redis.call('HSET', base .. ':e', seq, v)
+  redis.call('HSET', base .. ':e', seq, v); touch(base .. ':e')
   index(seq, decode(v))
 end
 `
 
-// addMentions: ARGV are seq, encoded entry pairs.
+// Every script's ARGV[1] is the TTL (ms) of the keys it writes. The data keys' TTL is renewed
+// by every write; "from" lives only as long as the fill that set it gave it, when it renewed
+// every key holding an entry above it, so "from" never outlives the entries it vouches for.
+
+// addMentions: ARGV[2..] are seq, encoded entry pairs.
 var addMentions = redis.NewScript(mentionLua + `
-for i = 1, #ARGV, 2 do add(ARGV[i], ARGV[i + 1]) end
+for i = 2, #ARGV, 2 do add(ARGV[i], ARGV[i + 1]) end
 return 1`)
 
-// fillMentions: ARGV[1] the gen read before the store, ARGV[2] the seq above which the store
+// fillMentions: ARGV[2] the gen read before the store, ARGV[3] the seq above which the store
 // was read, then seq, entry pairs. Returns 0 when a removal came between.
 var fillMentions = redis.NewScript(mentionLua + `
 local gen = redis.call('HGET', base, 'gen') or ''
-if gen ~= ARGV[1] then return 0 end
-for i = 3, #ARGV, 2 do add(ARGV[i], ARGV[i + 1]) end
+if gen ~= ARGV[2] then return 0 end
+for i = 4, #ARGV, 2 do add(ARGV[i], ARGV[i + 1]) end
 local from = tonumber(redis.call('HGET', base, 'from'))
-if from == nil or tonumber(ARGV[2]) < from then redis.call('HSET', base, 'from', ARGV[2]) end
+if from == nil or tonumber(ARGV[3]) < from then redis.call('HSET', base, 'from', ARGV[3]) end
+touch(base)
 return 1`)
 
-// removeMentions: ARGV[1] is "" (removed for everyone: revoked, deleted) or the user who
+// removeMentions: ARGV[2] is "" (removed for everyone: revoked, deleted) or the user who
 // deleted the messages for themselves, then the seqs.
 var removeMentions = redis.NewScript(mentionLua + `
-local user = ARGV[1]
-for i = 2, #ARGV do
+local user = ARGV[2]
+for i = 3, #ARGV do
   local seq = ARGV[i]
   local v = redis.call('HGET', base .. ':e', seq)
   if v then
@@ -97,13 +104,14 @@ for i = 2, #ARGV do
       redis.call('HDEL', base .. ':e', seq)
     elseif not has(e.hidden, user) then
       e.hidden[#e.hidden + 1] = user
-      redis.call('HSET', base .. ':e', seq, encode(e))
-      if e.all then redis.call('ZADD', base .. ':x:' .. user, seq, seq) end
+      redis.call('HSET', base .. ':e', seq, encode(e)); touch(base .. ':e')
+      if e.all then redis.call('ZADD', base .. ':x:' .. user, seq, seq); touch(base .. ':x:' .. user) end
       redis.call('ZREM', base .. ':u:' .. user, seq)
     end
   end
 end
 redis.call('HINCRBY', base, 'gen', 1)
+if redis.call('PTTL', base) < 0 then touch(base) end
 return 1`)
 
 // countMentions: ARGV user, after, upTo. -1 when the cache does not cover (after, upTo].
@@ -142,6 +150,9 @@ return res`)
 
 func (c *Cache) mentionKey(conversationID string) string { return c.convKey(conversationID, "mention") }
 
+// mentionTTL is how long the mention keys live after their last write: the seq state's.
+func (c *Cache) mentionTTL() int64 { return ms(c.opts.StateTTL) }
+
 func encodeMention(m im.Mention) string {
 	all := "0"
 	if m.All {
@@ -162,7 +173,7 @@ func (c *Cache) AddMentions(ctx context.Context, conversationID string, ms []im.
 	if len(ms) == 0 {
 		return nil
 	}
-	err := addMentions.Run(ctx, c.rdb, []string{c.mentionKey(conversationID)}, mentionArgs(nil, ms)...).Err()
+	err := addMentions.Run(ctx, c.rdb, []string{c.mentionKey(conversationID)}, mentionArgs([]any{c.mentionTTL()}, ms)...).Err()
 	return cacheError("add mentions", err)
 }
 
@@ -172,7 +183,7 @@ func (c *Cache) RemoveMentions(ctx context.Context, conversationID, userID strin
 	if len(seqs) == 0 {
 		return nil
 	}
-	args := []any{userID}
+	args := []any{c.mentionTTL(), userID}
 	for _, s := range seqs {
 		args = append(args, s)
 	}
@@ -199,7 +210,7 @@ func (c *Cache) MentionGen(ctx context.Context, conversationID string) (string, 
 // cache, read after MentionGen answered gen, and marks the cache complete above after. It
 // reports false, and marks nothing, when a removal came between.
 func (c *Cache) FillMentions(ctx context.Context, conversationID, gen string, after int64, ms []im.Mention) (bool, error) {
-	n, err := fillMentions.Run(ctx, c.rdb, []string{c.mentionKey(conversationID)}, mentionArgs([]any{gen, after}, ms)...).Int()
+	n, err := fillMentions.Run(ctx, c.rdb, []string{c.mentionKey(conversationID)}, mentionArgs([]any{c.mentionTTL(), gen, after}, ms)...).Int()
 	if err != nil {
 		return false, cacheError("fill mentions", err)
 	}
