@@ -42,6 +42,10 @@ func priceLists(c *ComplexityRoot) {
 	// A scalar, but found by a binary search that reads up to about log2(chunks)+1 chunks:
 	// priced as the reads of the deepest search a conversation can need.
 	c.Conversation.SeqAtTime = func(int, int64, *model.TimeDirection) int { return seqAtTimeCost }
+	// The messages of a node's unread mentions, read as messages by seq are.
+	c.Conversation.UnreadMentions = func(child int, limit *int) int {
+		return itemsCost(orDefault(limit, im.DefaultUnreadMentions), child)
+	}
 	c.Viewer.Conversations = func(child int, first *int, _ *string) int {
 		return pageCost(orDefault(first, defaultConversationPage), child)
 	}

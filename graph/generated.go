@@ -33,6 +33,7 @@ type ResolverRoot interface {
 	Mutation() MutationResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
+	SyncEvent() SyncEventResolver
 	Viewer() ViewerResolver
 }
 
@@ -41,15 +42,17 @@ type DirectiveRoot struct {
 
 type ComplexityRoot struct {
 	Conversation struct {
-		History     func(childComplexity int, beforeSeq *int64, afterSeq *int64, limit *int, aroundSeq *int64, aroundClientMsgID *string) int
-		ID          func(childComplexity int) int
-		Kind        func(childComplexity int) int
-		LastMessage func(childComplexity int) int
-		MaxSeq      func(childComplexity int) int
-		MinSeq      func(childComplexity int) int
-		ReadSeq     func(childComplexity int) int
-		SeqAtTime   func(childComplexity int, time int64, direction *model.TimeDirection) int
-		UnreadCount func(childComplexity int) int
+		History            func(childComplexity int, beforeSeq *int64, afterSeq *int64, limit *int, aroundSeq *int64, aroundClientMsgID *string) int
+		ID                 func(childComplexity int) int
+		Kind               func(childComplexity int) int
+		LastMessage        func(childComplexity int) int
+		MaxSeq             func(childComplexity int) int
+		MinSeq             func(childComplexity int) int
+		ReadSeq            func(childComplexity int) int
+		SeqAtTime          func(childComplexity int, time int64, direction *model.TimeDirection) int
+		UnreadCount        func(childComplexity int) int
+		UnreadMentionCount func(childComplexity int) int
+		UnreadMentions     func(childComplexity int, limit *int) int
 	}
 
 	ConversationConnection struct {
@@ -146,34 +149,37 @@ type ComplexityRoot struct {
 	}
 
 	SyncEvent struct {
-		ConversationID func(childComplexity int) int
-		ForEveryone    func(childComplexity int) int
-		MaxSeq         func(childComplexity int) int
-		MinSeq         func(childComplexity int) int
-		Position       func(childComplexity int) int
-		ReadSeq        func(childComplexity int) int
-		SendID         func(childComplexity int) int
-		Seq            func(childComplexity int) int
-		Seqs           func(childComplexity int) int
-		Stream         func(childComplexity int) int
-		Time           func(childComplexity int) int
-		Token          func(childComplexity int) int
-		Type           func(childComplexity int) int
-		UnreadCount    func(childComplexity int) int
+		ConversationID     func(childComplexity int) int
+		ForEveryone        func(childComplexity int) int
+		MaxSeq             func(childComplexity int) int
+		MinSeq             func(childComplexity int) int
+		Position           func(childComplexity int) int
+		ReadSeq            func(childComplexity int) int
+		SendID             func(childComplexity int) int
+		Seq                func(childComplexity int) int
+		Seqs               func(childComplexity int) int
+		Stream             func(childComplexity int) int
+		Time               func(childComplexity int) int
+		Token              func(childComplexity int) int
+		Type               func(childComplexity int) int
+		UnreadCount        func(childComplexity int) int
+		UnreadMentionCount func(childComplexity int) int
 	}
 
 	SyncState struct {
-		Conversations func(childComplexity int) int
-		EndCursor     func(childComplexity int) int
-		HasMore       func(childComplexity int) int
-		Token         func(childComplexity int) int
-		TotalUnread   func(childComplexity int) int
+		Conversations       func(childComplexity int) int
+		EndCursor           func(childComplexity int) int
+		HasMore             func(childComplexity int) int
+		Token               func(childComplexity int) int
+		TotalUnread         func(childComplexity int) int
+		TotalUnreadMentions func(childComplexity int) int
 	}
 
 	Viewer struct {
-		Conversations func(childComplexity int, first *int, after *string) int
-		TotalUnread   func(childComplexity int) int
-		UserID        func(childComplexity int) int
+		Conversations       func(childComplexity int, first *int, after *string) int
+		TotalUnread         func(childComplexity int) int
+		TotalUnreadMentions func(childComplexity int) int
+		UserID              func(childComplexity int) int
 	}
 }
 
@@ -190,6 +196,8 @@ type ConversationResolver interface {
 	LastMessage(ctx context.Context, obj *model.Conversation) (*model.Message, error)
 	History(ctx context.Context, obj *model.Conversation, beforeSeq *int64, afterSeq *int64, limit *int, aroundSeq *int64, aroundClientMsgID *string) (*model.History, error)
 	SeqAtTime(ctx context.Context, obj *model.Conversation, time int64, direction *model.TimeDirection) (*int64, error)
+	UnreadMentionCount(ctx context.Context, obj *model.Conversation) (int64, error)
+	UnreadMentions(ctx context.Context, obj *model.Conversation, limit *int) ([]*model.Message, error)
 }
 type MutationResolver interface {
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*model.Message, error)
@@ -210,8 +218,12 @@ type QueryResolver interface {
 type SubscriptionResolver interface {
 	SyncEvents(ctx context.Context, since *string) (<-chan *model.SyncEvent, error)
 }
+type SyncEventResolver interface {
+	UnreadMentionCount(ctx context.Context, obj *model.SyncEvent) (*int64, error)
+}
 type ViewerResolver interface {
 	TotalUnread(ctx context.Context, obj *model.Viewer) (int64, error)
+	TotalUnreadMentions(ctx context.Context, obj *model.Viewer) (int64, error)
 	Conversations(ctx context.Context, obj *model.Viewer, first *int, after *string) (*model.ConversationConnection, error)
 }
 
@@ -297,6 +309,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.UnreadCount(childComplexity), true
+	case "Conversation.unreadMentionCount":
+		if e.ComplexityRoot.Conversation.UnreadMentionCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.UnreadMentionCount(childComplexity), true
+	case "Conversation.unreadMentions":
+		if e.ComplexityRoot.Conversation.UnreadMentions == nil {
+			break
+		}
+
+		args, err := ec.field_Conversation_unreadMentions_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Conversation.UnreadMentions(childComplexity, args["limit"].(*int)), true
 
 	case "ConversationConnection.nodes":
 		if e.ComplexityRoot.ConversationConnection.Nodes == nil {
@@ -780,6 +809,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SyncEvent.UnreadCount(childComplexity), true
+	case "SyncEvent.unreadMentionCount":
+		if e.ComplexityRoot.SyncEvent.UnreadMentionCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncEvent.UnreadMentionCount(childComplexity), true
 
 	case "SyncState.conversations":
 		if e.ComplexityRoot.SyncState.Conversations == nil {
@@ -811,6 +846,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SyncState.TotalUnread(childComplexity), true
+	case "SyncState.totalUnreadMentions":
+		if e.ComplexityRoot.SyncState.TotalUnreadMentions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncState.TotalUnreadMentions(childComplexity), true
 
 	case "Viewer.conversations":
 		if e.ComplexityRoot.Viewer.Conversations == nil {
@@ -829,6 +870,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Viewer.TotalUnread(childComplexity), true
+	case "Viewer.totalUnreadMentions":
+		if e.ComplexityRoot.Viewer.TotalUnreadMentions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Viewer.TotalUnreadMentions(childComplexity), true
 	case "Viewer.userID":
 		if e.ComplexityRoot.Viewer.UserID == nil {
 			break
@@ -982,6 +1029,10 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_history(ctx, field)
 	case "seqAtTime":
 		return ec.fieldContext_Conversation_seqAtTime(ctx, field)
+	case "unreadMentionCount":
+		return ec.fieldContext_Conversation_unreadMentionCount(ctx, field)
+	case "unreadMentions":
+		return ec.fieldContext_Conversation_unreadMentions(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
 }
@@ -1158,6 +1209,8 @@ func (ec *executionContext) childFields_SyncEvent(ctx context.Context, field gra
 		return ec.fieldContext_SyncEvent_readSeq(ctx, field)
 	case "unreadCount":
 		return ec.fieldContext_SyncEvent_unreadCount(ctx, field)
+	case "unreadMentionCount":
+		return ec.fieldContext_SyncEvent_unreadMentionCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SyncEvent", field.Name)
 }
@@ -1168,6 +1221,8 @@ func (ec *executionContext) childFields_SyncState(ctx context.Context, field gra
 		return ec.fieldContext_SyncState_token(ctx, field)
 	case "totalUnread":
 		return ec.fieldContext_SyncState_totalUnread(ctx, field)
+	case "totalUnreadMentions":
+		return ec.fieldContext_SyncState_totalUnreadMentions(ctx, field)
 	case "conversations":
 		return ec.fieldContext_SyncState_conversations(ctx, field)
 	case "hasMore":
@@ -1184,6 +1239,8 @@ func (ec *executionContext) childFields_Viewer(ctx context.Context, field graphq
 		return ec.fieldContext_Viewer_userID(ctx, field)
 	case "totalUnread":
 		return ec.fieldContext_Viewer_totalUnread(ctx, field)
+	case "totalUnreadMentions":
+		return ec.fieldContext_Viewer_totalUnreadMentions(ctx, field)
 	case "conversations":
 		return ec.fieldContext_Viewer_conversations(ctx, field)
 	}
@@ -1371,6 +1428,20 @@ func (ec *executionContext) field_Conversation_seqAtTime_args(ctx context.Contex
 		return nil, err
 	}
 	args["direction"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Conversation_unreadMentions_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "limit",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["limit"] = arg0
 	return args, nil
 }
 
@@ -2032,6 +2103,73 @@ func (ec *executionContext) fieldContext_Conversation_seqAtTime(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Conversation_seqAtTime_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Conversation_unreadMentionCount(ctx context.Context, field graphql.CollectedField, obj *model.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_unreadMentionCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Conversation().UnreadMentionCount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_unreadMentionCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Conversation", field, true, true, "Int64")
+}
+
+func (ec *executionContext) _Conversation_unreadMentions(ctx context.Context, field graphql.CollectedField, obj *model.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_unreadMentions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Conversation().UnreadMentions(ctx, obj, fc.Args["limit"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Message) graphql.Marshaler {
+			return ec.marshalNMessage2ᚕᚖgithubᚗcomᚋmsggateᚋmsggateᚋgraphᚋmodelᚐMessageᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_unreadMentions(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Conversation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Message(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Conversation_unreadMentions_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -4011,6 +4149,29 @@ func (ec *executionContext) fieldContext_SyncEvent_unreadCount(_ context.Context
 	return graphql.NewScalarFieldContext("SyncEvent", field, false, false, "Int64")
 }
 
+func (ec *executionContext) _SyncEvent_unreadMentionCount(ctx context.Context, field graphql.CollectedField, obj *model.SyncEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncEvent_unreadMentionCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SyncEvent().UnreadMentionCount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt642ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SyncEvent_unreadMentionCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncEvent", field, true, true, "Int64")
+}
+
 func (ec *executionContext) _SyncState_token(ctx context.Context, field graphql.CollectedField, obj *model.SyncState) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4054,6 +4215,29 @@ func (ec *executionContext) _SyncState_totalUnread(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_SyncState_totalUnread(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncState", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _SyncState_totalUnreadMentions(ctx context.Context, field graphql.CollectedField, obj *model.SyncState) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncState_totalUnreadMentions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalUnreadMentions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncState_totalUnreadMentions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SyncState", field, false, false, "Int64")
 }
 
@@ -4178,6 +4362,29 @@ func (ec *executionContext) _Viewer_totalUnread(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Viewer_totalUnread(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Viewer", field, true, true, "Int64")
+}
+
+func (ec *executionContext) _Viewer_totalUnreadMentions(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Viewer_totalUnreadMentions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Viewer().TotalUnreadMentions(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Viewer_totalUnreadMentions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Viewer", field, true, true, "Int64")
 }
 
@@ -5570,6 +5777,18 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Conversation_seqAtTime(ctx, field, obj)
 				})
+		case "unreadMentionCount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Conversation_unreadMentionCount(ctx, field, obj)
+				})
+		case "unreadMentions":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Conversation_unreadMentions(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -6270,73 +6489,79 @@ func (ec *executionContext) _SyncEvent(ctx context.Context, sel ast.SelectionSet
 		case "type":
 			out.Values[i] = ec._SyncEvent_type(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "token":
 			out.Values[i] = ec._SyncEvent_token(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "position":
 			out.Values[i] = ec._SyncEvent_position(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "stream":
 			out.Values[i] = ec._SyncEvent_stream(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "time":
 			out.Values[i] = ec._SyncEvent_time(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "conversationID":
 			out.Values[i] = ec._SyncEvent_conversationID(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "seq":
 			out.Values[i] = ec._SyncEvent_seq(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "sendID":
 			out.Values[i] = ec._SyncEvent_sendID(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "seqs":
 			out.Values[i] = ec._SyncEvent_seqs(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "forEveryone":
 			out.Values[i] = ec._SyncEvent_forEveryone(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "maxSeq":
 			out.Values[i] = ec._SyncEvent_maxSeq(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "minSeq":
 			out.Values[i] = ec._SyncEvent_minSeq(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "readSeq":
 			out.Values[i] = ec._SyncEvent_readSeq(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "unreadCount":
 			out.Values[i] = ec._SyncEvent_unreadCount(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "unreadMentionCount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SyncEvent_unreadMentionCount(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -6372,6 +6597,11 @@ func (ec *executionContext) _SyncState(ctx context.Context, sel ast.SelectionSet
 			}
 		case "totalUnread":
 			out.Values[i] = ec._SyncState_totalUnread(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalUnreadMentions":
+			out.Values[i] = ec._SyncState_totalUnreadMentions(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -6428,6 +6658,12 @@ func (ec *executionContext) _Viewer(ctx context.Context, sel ast.SelectionSet, o
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Viewer_totalUnread(ctx, field, obj)
+				})
+		case "totalUnreadMentions":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Viewer_totalUnreadMentions(ctx, field, obj)
 				})
 		case "conversations":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,

@@ -31,6 +31,10 @@ type Loaders struct {
 	chunks                          *requestLoader[history.ChunkRef, *im.Chunk]
 	states                          *requestLoader[string, im.SeqState]
 	access                          *requestLoader[string, bool]
+	// mentions counts unread mentions (mentionCountLoader); nil: the gateway keeps none.
+	mentions      MentionSource
+	mentionsOnce  gosync.Once
+	mentionCounts *requestLoader[string, int64]
 
 	// convs answers for the conversations: their ID rules, and the viewer's conversation list
 	// with states, read at most once per request however many fields (totalUnread,
@@ -196,7 +200,9 @@ func loadersFrom(ctx context.Context) *Loaders {
 
 // newLoaders builds the loaders for one request (or one WebSocket operation) of viewer.
 func (r *Resolver) newLoaders(viewer string, o LoaderOptions) *Loaders {
-	return NewLoaders(r.Chunks, r.conversations(), viewer, o)
+	l := NewLoaders(r.Chunks, r.conversations(), viewer, o)
+	l.mentions = r.Mentions
+	return l
 }
 
 // withLoaders is the HTTP middleware that authenticates the request (authenticateRequest) and

@@ -90,7 +90,7 @@ func askWithChunks(t *testing.T, convs ConversationSource, chunks history.ChunkS
 	t.Helper()
 	opts := loaderTestOptions()
 	opts.Loaders = o
-	return askHandler(t, NewHandler(&Resolver{Conversations: convs, Chunks: chunks}, opts), query)
+	return askHandler(t, NewHandler(&Resolver{Conversations: convs, Chunks: chunks, Mentions: history.ChunkMentions{Chunks: chunks}}, opts), query)
 }
 
 // loaderTestOptions are the handler options of askAs: alice's tokens, no rate limit, no logs.

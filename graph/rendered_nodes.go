@@ -122,7 +122,7 @@ func (m *RenderedNodes) Put(viewer string, shape *ast.Field, st im.SeqState, jso
 // gains later, whose value may come from elsewhere) makes every node selecting it rendered
 // each time; history is not listed, as its pages are read with their own arguments.
 var rememberedFields = map[string]map[string]bool{
-	"Conversation": set("__typename", "id", "kind", "maxSeq", "minSeq", "readSeq", "unreadCount", "lastMessage"),
+	"Conversation": set("__typename", "id", "kind", "maxSeq", "minSeq", "readSeq", "unreadCount", "unreadMentionCount", "lastMessage"),
 	"Message": set("__typename", "conversationID", "seq", "status", "clientMsgID", "serverMsgID", "sendID", "recvID",
 		"groupID", "sessionType", "contentType", "content", "sendTime", "isRead", "revoke", "atUserIDs", "ex"),
 	"Revoke": set("__typename", "userID", "role", "time"),

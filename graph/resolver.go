@@ -34,6 +34,8 @@ type Resolver struct {
 	// ClientMsgs finds messages by client message ID (history(aroundClientMsgID:)); nil: the
 	// store keeps no such index, and those pages answer UNSUPPORTED.
 	ClientMsgs history.ClientMsgIndex
+	// Mentions counts and lists unread mentions; nil: those fields answer UNSUPPORTED.
+	Mentions MentionSource
 	// Ingester is the write path; nil makes every mutation answer READ_ONLY.
 	Ingester *ingest.Ingester
 	// Finder answers Query.search; nil: it answers UNSUPPORTED.

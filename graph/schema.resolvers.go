@@ -57,6 +57,16 @@ func (r *conversationResolver) SeqAtTime(ctx context.Context, obj *model.Convers
 	return r.seqAtTime(ctx, obj.ID, time, direction)
 }
 
+// UnreadMentionCount is the resolver for the unreadMentionCount field.
+func (r *conversationResolver) UnreadMentionCount(ctx context.Context, obj *model.Conversation) (int64, error) {
+	return unreadMentionCount(ctx, obj.ID)
+}
+
+// UnreadMentions is the resolver for the unreadMentions field.
+func (r *conversationResolver) UnreadMentions(ctx context.Context, obj *model.Conversation, limit *int) ([]*model.Message, error) {
+	return r.unreadMentions(ctx, obj.ID, limit)
+}
+
 // SendMessage is the resolver for the sendMessage field.
 func (r *mutationResolver) SendMessage(ctx context.Context, input model.SendMessageInput) (*model.Message, error) {
 	return r.sendMessage(ctx, input)
@@ -109,6 +119,11 @@ func (r *queryResolver) Messages(ctx context.Context, conversationID string, seq
 // TotalUnread is the resolver for the totalUnread field.
 func (r *viewerResolver) TotalUnread(ctx context.Context, obj *model.Viewer) (int64, error) {
 	return totalUnread(ctx)
+}
+
+// TotalUnreadMentions is the resolver for the totalUnreadMentions field.
+func (r *viewerResolver) TotalUnreadMentions(ctx context.Context, obj *model.Viewer) (int64, error) {
+	return r.totalUnreadMentions(ctx)
 }
 
 // Conversations is the resolver for the conversations field.

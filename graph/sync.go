@@ -43,6 +43,11 @@ func (r *Resolver) syncState(ctx context.Context, first *int, after *string) (*m
 	for _, st := range list {
 		out.TotalUnread += st.Unread()
 	}
+	if selects(ctx, "SyncState", "totalUnreadMentions") {
+		if out.TotalUnreadMentions, err = r.totalUnreadMentions(ctx); err != nil {
+			return nil, err
+		}
+	}
 	p := pageOf(im.PageAfter(list, cursor, n))
 	out.Conversations, out.EndCursor, out.HasMore = p.nodes, p.endCursor, p.hasMore
 	return out, nil

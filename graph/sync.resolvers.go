@@ -26,7 +26,18 @@ func (r *subscriptionResolver) SyncEvents(ctx context.Context, since *string) (<
 	return r.syncEvents(ctx, since)
 }
 
+// UnreadMentionCount is the resolver for the unreadMentionCount field.
+func (r *syncEventResolver) UnreadMentionCount(ctx context.Context, obj *model.SyncEvent) (*int64, error) {
+	return r.eventMentionCount(ctx, obj)
+}
+
 // Subscription returns SubscriptionResolver implementation.
 func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionResolver{r} }
 
-type subscriptionResolver struct{ *Resolver }
+// SyncEvent returns SyncEventResolver implementation.
+func (r *Resolver) SyncEvent() SyncEventResolver { return &syncEventResolver{r} }
+
+type (
+	subscriptionResolver struct{ *Resolver }
+	syncEventResolver    struct{ *Resolver }
+)

@@ -108,7 +108,7 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 			}
 		}
 	}
-	if len(toResolve) == 0 || !sel.lastMessage && len(sel.histories) == 0 && len(sel.timeSearches) == 0 {
+	if len(toResolve) == 0 || !sel.lastMessage && !sel.mentionCount && len(sel.histories) == 0 && len(sel.mentionLists) == 0 && len(sel.timeSearches) == 0 {
 		return out, nil
 	}
 	nodeOf := func(k int) *model.ConversationNode {
@@ -116,6 +116,18 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 			return &out.Resolved[at[k]]
 		}
 		return &out.Resolved[k]
+	}
+	if sel.mentionCount {
+		if r.Mentions == nil {
+			return nil, errNoMentions
+		}
+		counts, err := r.Mentions.UnreadMentionCounts(ctx, l.viewer, toResolve)
+		if err != nil {
+			return nil, err
+		}
+		for k := range toResolve {
+			nodeOf(k).UnreadMentionCount = counts[k]
+		}
 	}
 	h, err := r.historyOf(ctx)
 	if err != nil {
@@ -134,7 +146,7 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 			}
 		}
 	}
-	if len(sel.histories) > 0 {
+	if len(sel.histories) > 0 || len(sel.mentionLists) > 0 {
 		// A node's history reads its state through the loaders: the page has it.
 		states := l.stateLoader()
 		for _, st := range p.states {
@@ -144,6 +156,11 @@ func (r *Resolver) conversationPage(ctx context.Context, first *int, after *stri
 	for _, f := range sel.histories {
 		// History is never remembered (rememberedFields): every node was resolved.
 		if err := historiesOf(ctx, h, f, out.Resolved); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range sel.mentionLists {
+		if err := r.mentionListsOf(ctx, f, out.Resolved); err != nil {
 			return nil, err
 		}
 	}
@@ -173,7 +190,11 @@ func totalUnreadSelected(ctx context.Context) bool {
 // nodeSelection is what a conversation page's query selects of its nodes.
 type nodeSelection struct {
 	lastMessage bool
-	histories   []graphql.CollectedField
+	// mentionCount: the nodes' unreadMentionCount, counted for all of them at once.
+	mentionCount bool
+	// mentionLists are the unreadMentions fields (mentions.go), never remembered.
+	mentionLists []graphql.CollectedField
+	histories    []graphql.CollectedField
 	// timeSearches are the seqAtTime fields (seq_at_time.go).
 	timeSearches []graphql.CollectedField
 	// shape keys the nodes' rendering in RenderedNodes (shapeOf); nil when the page asks for
@@ -201,6 +222,10 @@ func nodeFieldsSelected(ctx context.Context, remember bool) nodeSelection {
 			switch nf.Name {
 			case "lastMessage":
 				sel.lastMessage = true
+			case "unreadMentionCount":
+				sel.mentionCount = true
+			case "unreadMentions":
+				sel.mentionLists = append(sel.mentionLists, nf)
 			case "history":
 				sel.histories = append(sel.histories, nf)
 			case "seqAtTime":

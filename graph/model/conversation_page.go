@@ -36,6 +36,7 @@ type ConversationNode struct {
 	ID                                   string
 	Kind                                 ConversationKind
 	MaxSeq, MinSeq, ReadSeq, UnreadCount int64
+	UnreadMentionCount                   int64
 	// LastMessage is nil when the viewer may read no seq; LastMessageErr, when set, is what
 	// reading it failed with: that field alone answers null and the error, as lastMessage is
 	// nullable.
@@ -47,6 +48,8 @@ type ConversationNode struct {
 	// SeqsAtTime are the node's answers to each seqAtTime field the query selected, by that
 	// field: nil for null.
 	SeqsAtTime map[*ast.Field]*int64
+	// MentionLists are the node's unreadMentions answers, by field.
+	MentionLists map[*ast.Field][]*Message
 	// Rendered, when set, is the node's JSON for the connection's RenderedFor field, from an
 	// earlier request; the other fields are then unset.
 	Rendered []byte
@@ -127,6 +130,8 @@ func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *
 				b = strconv.AppendInt(b, n.ReadSeq, 10)
 			case "unreadCount":
 				b = strconv.AppendInt(b, n.UnreadCount, 10)
+			case "unreadMentionCount":
+				b = strconv.AppendInt(b, n.UnreadMentionCount, 10)
 			case "lastMessage":
 				if n.LastMessageErr != nil {
 					at := append(append(ast.Path{}, path...), ast.PathIndex(j), ast.PathName(nf.Alias))
@@ -143,6 +148,12 @@ func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *
 					return nil, unknownField("Conversation", "history (not resolved)")
 				}
 				return appendHistory(b, oc, innerOf[nf.Alias], h)
+			case "unreadMentions":
+				msgs, ok := n.MentionLists[nf.Field]
+				if !ok {
+					return nil, unknownField("Conversation", "unreadMentions (not resolved)")
+				}
+				return appendMessages(b, oc, innerOf[nf.Alias], msgs)
 			case "seqAtTime":
 				seq, ok := n.SeqsAtTime[nf.Field]
 				if !ok {
@@ -174,7 +185,7 @@ func nodeSelections(oc *graphql.OperationContext, f graphql.CollectedField) ([]g
 	innerOf := map[string][]graphql.CollectedField{}
 	for _, nf := range fields {
 		switch nf.Name {
-		case "lastMessage":
+		case "lastMessage", "unreadMentions":
 			innerOf[nf.Alias] = graphql.CollectFields(oc, nf.Selections, messageTypes)
 		case "history":
 			innerOf[nf.Alias] = graphql.CollectFields(oc, nf.Selections, historyTypes)

@@ -91,10 +91,12 @@ type SyncState struct {
 	// changes are logged once, in its own stream, which all its members read.
 	Token string `json:"token"`
 	// Unread messages over all the viewer's conversations (not only this page's).
-	TotalUnread   int64           `json:"totalUnread"`
-	Conversations []*Conversation `json:"conversations"`
-	HasMore       bool            `json:"hasMore"`
-	EndCursor     *string         `json:"endCursor,omitempty"`
+	TotalUnread int64 `json:"totalUnread"`
+	// Unread mentions over all the viewer's conversations (not only this page's).
+	TotalUnreadMentions int64           `json:"totalUnreadMentions"`
+	Conversations       []*Conversation `json:"conversations"`
+	HasMore             bool            `json:"hasMore"`
+	EndCursor           *string         `json:"endCursor,omitempty"`
 }
 
 type ConversationKind string

@@ -31,7 +31,9 @@ type baselineMessage struct {
 type baselineConversation struct {
 	ID          string `json:"id"`
 	UnreadCount int64  `json:"unreadCount"`
-	LastMessage *struct {
+	// UnreadMentionCount is asked for by the mention list's page only.
+	UnreadMentionCount *int64 `json:"unreadMentionCount,omitempty"`
+	LastMessage        *struct {
 		Seq      int64   `json:"seq"`
 		SendID   *string `json:"sendID"`
 		Content  *string `json:"content"`
@@ -48,6 +50,8 @@ const (
 	baselineGroupHistoryKey = "bench:baseline:group:history"
 	// The list page of the viewer of many conversations.
 	baselineBigConvPrefix = "bench:baseline:bigconversation:"
+	// The list page with unread mention counts.
+	baselineMentionConvPrefix = "bench:baseline:mentionconversation:"
 	// The OpenIM pages' records: the same handlers over what the OpenIM gateway answered.
 	baselineOpenIMHistoryKey = "bench:baseline:openim:history"
 	baselineOpenIMConvPrefix = "bench:baseline:openim:conversation:"

@@ -127,6 +127,9 @@ const (
 // listName is the scenario of the list page of the viewer of 20 conversations.
 const listName = "conversation list (20, lastMessage, unread)"
 
+// mentionListName is the scenario of the same page with each node's unreadMentionCount.
+const mentionListName = "conversation list with unreadMentionCount (20, lastMessage, unread)"
+
 // scenario is one page measured against its baseline (nil baseline: the cold reference).
 type scenario struct {
 	name     string
@@ -264,6 +267,24 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	scenarios, answers = append(scenarios, jump.scenarios...), append(answers, jump.answers...)
 	baselines, paths = append(baselines, jump.baselines...), append(paths, jump.paths...)
+	// The list page with each node's unread mention count, against the same MGET of records
+	// that hold the count too.
+	gwMentionList := target{url: gwURL, token: token, body: graphQLBody(mentionListQuery, nil)}
+	mentionAnswer, err := fetch(ctx, client, gwMentionList)
+	if err != nil {
+		return Report{}, err
+	}
+	if bytes.Contains(mentionAnswer, []byte(`"errors"`)) {
+		return Report{}, fmt.Errorf("the gateway answered errors: %s", mentionAnswer)
+	}
+	mentionConvKeys, err := writeListRecords(rdb, baselineMentionConvPrefix, mentionAnswer)
+	if err != nil {
+		return Report{}, fmt.Errorf("storing the mention list baseline's records: %w", err)
+	}
+	answers = append(answers, mentionAnswer)
+	baselines = append(baselines, conversationsBaseline(rdb, mentionConvKeys))
+	paths = append(paths, "/conversations-mentions")
+	scenarios = append(scenarios, scenario{name: mentionListName, gateway: gwMentionList, handler: handler})
 
 	fmt.Fprintf(o.Out, "storing the same data in an OpenIM deployment (openimtest) and opening a gateway on it in OpenIM mode...\n")
 	oim, err := startOpenIM(ctx, dir, redisServer.URL(), redisServer.Addr(), o.Gateway)

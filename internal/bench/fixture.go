@@ -34,6 +34,8 @@ var (
 	historyQuery  = `query($c: ID!) { conversation(id: $c) { history(limit: 100) { messages { ` + pageFields + ` } } } }`
 	messagesQuery = `query($c: ID!, $s: [Int64!]!) { messages(conversationID: $c, seqs: $s) { ` + pageFields + ` } }`
 	listQuery     = `{ viewer { conversations(first: 20) { nodes { id unreadCount lastMessage { seq sendID content sendTime } } } } }`
+	// mentionListQuery is listQuery with each node's unread mention count.
+	mentionListQuery = `{ viewer { conversations(first: 20) { nodes { id unreadCount unreadMentionCount lastMessage { seq sendID content sendTime } } } } }`
 )
 
 func peer(i int) string { return fmt.Sprintf("p%02d", i) }

@@ -46,6 +46,9 @@
 //	               recorded before the change and deleted once it is announced; {_id, kind,
 //	               owner, conversation_id, user_id, seqs, msgs, for_everyone, target, created,
 //	               due, tries}; index on due. Holds only changes in flight, so it stays small.
+//	msg_mention    the mention index: one document per conversation and MentionBlock seqs,
+//	               {_id: "<conversationID>:<block>", m: {"<seq>": {u, a, s, h}}}, holding only
+//	               the messages that mention someone (mention.go).
 //	doc_lease      on a FerretDB several processes share, one document per document being
 //	               updated right now: {_id: "<collection>|<key>", owner, expires} (doc_lease.go),
 //	               and a marker per lease taken over from a process that died holding it.

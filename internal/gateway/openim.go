@@ -9,6 +9,7 @@ import (
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/history"
+	"github.com/msggate/msggate/internal/mention"
 	"github.com/msggate/msggate/internal/openim"
 	"github.com/msggate/msggate/internal/openimsync"
 	"github.com/msggate/msggate/internal/ops"
@@ -100,6 +101,10 @@ func (g *Gateway) readPath() readPath {
 			cached.ObserveCache = g.Metrics.ObserveChunkCache
 			r.Chunks = &history.Chunks{Store: cached, Memory: g.ChunkMemory}
 		}
+		// OpenIM keeps no index of mentions (only a per-conversation flag), and msggate writes
+		// none into OpenIM's database: unread mentions are read from the chunks of each
+		// unread range, where at_user_id_list, revoke and del_list are (docs/openim.md).
+		r.Mentions = history.ChunkMentions{Chunks: r.Chunks}
 		return readPath{
 			resolver:      r,
 			authenticator: auth.UserTokens(s),
@@ -114,6 +119,7 @@ func (g *Gateway) readPath() readPath {
 			Ledger:     g.Ledger,
 			Chunks:     &history.Chunks{Store: cached, Memory: g.ChunkMemory},
 			ClientMsgs: g.Store,
+			Mentions:   mention.New(g.Store, g.Cache, g.Logger),
 			Ingester:   g.Ingest,
 			Finder:     g.finder(g.Ledger),
 			Hub:        g.Hub,

@@ -9,6 +9,7 @@ import (
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/mention"
 	"github.com/msggate/msggate/internal/search"
 	imsync "github.com/msggate/msggate/internal/sync"
 )
@@ -34,7 +35,9 @@ type Ingester struct {
 	// they are announced in.
 	outbox *imsync.Outbox
 	events *imsync.EventLog
-	opts   Options
+	// mentions is the mention index the Ingester's changes keep current.
+	mentions *mention.Index
+	opts     Options
 }
 
 // New returns an Ingester.
@@ -45,7 +48,8 @@ func New(store *chunkstore.Store, c *cache.Cache, ledger *imsync.Ledger, opts Op
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Ingester{store: store, cache: c, ledger: ledger, outbox: ledger.Outbox(), events: ledger.Events(), opts: opts}
+	return &Ingester{store: store, cache: c, ledger: ledger, outbox: ledger.Outbox(), events: ledger.Events(),
+		mentions: mention.New(store, c, nil), opts: opts}
 }
 
 // Placed is where one incoming message went.
@@ -142,7 +146,7 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 	}
 	finish, cancel := detached()
 	defer cancel()
-	indexed, err := in.finishSend(finish, storedMessages(stored), dedupe(touched), sendChanges(stored))
+	indexed, err := in.finishSend(finish, storedMessages(stored), mentionsOf(stored), dedupe(touched), sendChanges(stored))
 	if err != nil {
 		return err
 	}
@@ -160,7 +164,12 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 // run twice: chunks are invalidated again, the index takes a Put again, seqs are raised with
 // $max, and the log keeps one event per message. indexed is false when the search index did
 // not take changes: the other steps go on, and the caller leaves the intent to the relay.
-func (in *Ingester) finishSend(ctx context.Context, msgs []imsync.StoredMessage, docIDs []string, changes []search.Change) (indexed bool, err error) {
+func (in *Ingester) finishSend(ctx context.Context, msgs []imsync.StoredMessage, mentions mentionsByConv, docIDs []string, changes []search.Change) (indexed bool, err error) {
+	// The mention index learns of the messages before anyone can see them: before their
+	// chunks' new version and their max seq, so that a count read with either includes them.
+	if err := mentions.record(ctx, in.mentions); err != nil {
+		return false, err
+	}
 	// Readers must not keep serving the chunks as they were. This comes before the max seq is
 	// raised, so that a reader that sees the new seqs also sees the chunks' new version, never
 	// an older copy without them.

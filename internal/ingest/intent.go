@@ -102,6 +102,7 @@ func (in *Ingester) finishSendIntent(ctx context.Context, chunks history.ChunkSo
 	var stored []imsync.StoredMessage
 	var docIDs []string
 	var changes []search.Change
+	mentions := mentionsByConv{}
 	missing := false
 	for _, conv := range convs {
 		ms := byConv[conv]
@@ -120,11 +121,12 @@ func (in *Ingester) finishSendIntent(ctx context.Context, chunks history.ChunkSo
 			}
 			stored = append(stored, imsync.StoredMessage{ConversationID: conv, Seq: m.Seq, SendID: m.SendID, SendTime: m.SendTime})
 			changes = append(changes, SlotChange(conv, m.Seq, slots[i]))
+			mentions.addSlot(conv, m.Seq, slots[i])
 			docIDs = append(docIDs, im.DocID(conv, m.Seq))
 		}
 	}
 	if len(stored) > 0 {
-		indexed, err := in.finishSend(ctx, sortStored(stored), dedupe(docIDs), changes)
+		indexed, err := in.finishSend(ctx, sortStored(stored), mentions, dedupe(docIDs), changes)
 		if err != nil {
 			return imsync.IntentPending, err
 		}
@@ -165,6 +167,13 @@ func (in *Ingester) finishSlotIntent(ctx context.Context, chunks history.ChunkSo
 		if out := imsync.Unverified(it); out == imsync.IntentPending || len(done) == 0 {
 			return out, nil
 		}
+	}
+	userID := mentionedFor(it.UserID, it.ForEveryone)
+	if it.Kind == chunkstore.IntentRevoke {
+		userID = ""
+	}
+	if err := in.mentions.Remove(ctx, conv.ID, userID, done); err != nil {
+		return imsync.IntentPending, err
 	}
 	if err := in.cache.InvalidateChunks(ctx, docIDsOf(conv.ID, done)); err != nil {
 		return imsync.IntentPending, err

@@ -68,6 +68,9 @@ func (in *Ingester) Revoke(ctx context.Context, actor Actor, conv im.Conversatio
 		_, err := in.store.Revoke(ctx, conv.ID, seq, r)
 		return err
 	}, func() error {
+		if err := in.mentions.Remove(ctx, conv.ID, "", mentioningSeqs([]*im.Message{slot.Msg})); err != nil {
+			return err
+		}
 		if err := in.cache.InvalidateChunks(ctx, []string{im.DocID(conv.ID, seq)}); err != nil {
 			return err
 		}
@@ -159,6 +162,9 @@ func (in *Ingester) deleteAndAnnounce(ctx context.Context, userID string, conv i
 		}
 		return in.store.DeleteForUser(ctx, conv.ID, seqs, userID)
 	}, func() error {
+		if err := in.mentions.Remove(ctx, conv.ID, mentionedFor(userID, forEveryone), mentioningSeqs(msgs)); err != nil {
+			return err
+		}
 		if err := in.cache.InvalidateChunks(ctx, docIDsOf(conv.ID, seqs)); err != nil {
 			return err
 		}
