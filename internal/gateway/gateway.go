@@ -164,6 +164,7 @@ func OpenObserved(ctx context.Context, cfg Config, obs Observers, logger *slog.L
 		OnRoundTrip:    obs.OnRedisRoundTrip,
 		Admission:      g.CacheAdmission,
 		CoalescedReads: cfg.RedisCoalescedReads,
+		TracerProvider: cfg.TracerProvider,
 	}); err != nil {
 		return nil, err
 	}
@@ -234,6 +235,7 @@ func (g *Gateway) openStore(ctx context.Context) (err error) {
 		OnCommand:      g.observers.OnMongoCommand,
 		SoleWriter:     embeddedStore,
 		Admission:      g.StoreAdmission,
+		TracerProvider: cfg.TracerProvider,
 		// A gateway answers at once even when it starts while the store is down or
 		// saturated: what needs the store answers UNAVAILABLE until it is prepared.
 		StartInBackground: true,
@@ -294,7 +296,8 @@ func quiet(w io.Writer) *slog.Logger {
 // ingest.Relay) until the gateway closes; it stops before the stores do.
 func (g *Gateway) startRelay(logger *slog.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
-	relay := ingest.NewRelay(g.Ingest, ingest.RelayOptions{Interval: g.Config.RelayInterval, Logger: logger})
+	relay := ingest.NewRelay(g.Ingest, ingest.RelayOptions{Interval: g.Config.RelayInterval, Logger: logger,
+		TracerProvider: g.Config.TracerProvider})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
