@@ -375,7 +375,7 @@ func (t batchObserver[K, V]) TraceBatch(ctx context.Context, keys []K) (context.
 	if t.observe != nil {
 		t.observe(t.name, len(keys))
 	}
-	if t.tracer == nil {
+	if t.tracer == nil || !trace.SpanContextFromContext(ctx).IsSampled() {
 		return ctx, func([]*dataloader.Result[V]) {}
 	}
 	ctx, span := t.tracer.Start(ctx, t.spanName, trace.WithAttributes(

@@ -27,7 +27,9 @@ const (
 // and name ("query History"): the HTTP request's span is its parent, and the loaders'
 // batches, and through them the Redis and MongoDB commands, are its children. A subscription
 // gets one span for its start (its resolver: the subscription's catch-up reads follow from
-// it) and one per event delivered, child of that one. Installed only when tracing is on.
+// it) and one per event delivered, child of that one. Installed only when tracing is on, and
+// then spans only operations of sampled traces: an operation of a request not sampled
+// costs a context lookup.
 type tracingExtension struct{ tracer trace.Tracer }
 
 func (tracingExtension) ExtensionName() string                   { return "msggate tracing" }
@@ -37,7 +39,7 @@ func (tracingExtension) Validate(graphql.ExecutableSchema) error { return nil }
 // when its response is made (InterceptResponse), a subscription's resolver runs here.
 func (e tracingExtension) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	op := graphql.GetOperationContext(ctx).Operation
-	if op == nil || op.Operation != ast.Subscription {
+	if op == nil || op.Operation != ast.Subscription || !trace.SpanContextFromContext(ctx).IsSampled() {
 		return next(ctx)
 	}
 	ctx, span := e.tracer.Start(ctx, spanName(op), trace.WithSpanKind(trace.SpanKindServer),
@@ -50,6 +52,9 @@ func (e tracingExtension) InterceptOperation(ctx context.Context, next graphql.O
 // execution of its fields to its answer. It runs for answers refused before an operation was
 // chosen too (parse errors, the limits), which get a span named as no operation.
 func (e tracingExtension) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	if !trace.SpanContextFromContext(ctx).IsSampled() {
+		return next(ctx)
+	}
 	var op *ast.OperationDefinition
 	if graphql.HasOperationContext(ctx) {
 		op = graphql.GetOperationContext(ctx).Operation

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
@@ -49,8 +48,8 @@ type Options struct {
 	// a single-node client (see coalescedReads); past it, each read takes its own. Default
 	// DefaultCoalescedReads; negative: every read takes its own round trip.
 	CoalescedReads int
-	// TracerProvider, when set (tracing on), spans each command and each pipeline (go-redis's
-	// redisotel, without the commands' arguments: they hold messages). nil installs nothing.
+	// TracerProvider, when set (tracing on), spans each command and each pipeline made in a
+	// sampled trace (tracingHook), without the commands' arguments. nil installs nothing.
 	TracerProvider trace.TracerProvider
 }
 
@@ -102,10 +101,8 @@ func New(rdb redis.UniversalClient, opts Options) *Cache {
 // addHooks adds the observers of opts to rdb.
 func addHooks(rdb redis.UniversalClient, opts Options) {
 	if opts.TracerProvider != nil {
-		// First, so that a span covers the wait for admission too. It fails only for a
-		// client type msggate never makes.
-		_ = redisotel.InstrumentTracing(rdb, redisotel.WithTracerProvider(opts.TracerProvider),
-			redisotel.WithDBStatement(false), redisotel.WithCallerEnabled(false))
+		// First, so that a span covers the wait for admission too.
+		rdb.AddHook(newTracingHook(opts.TracerProvider, rdb))
 	}
 	if opts.OnRoundTrip != nil {
 		rdb.AddHook(RoundTripHook(opts.OnRoundTrip))

@@ -16,10 +16,11 @@ import (
 // tracerName names the spans of MongoDB commands.
 const tracerName = "github.com/msggate/msggate/internal/chunkstore"
 
-// TracingMonitor returns a command monitor that makes a client span of each command, child of
-// the span its operation's context carries (a loader batch, a send, a relay step), named
-// "find msg" after OpenTelemetry's database conventions. The command's body is never
-// recorded: it holds messages and IDs. next, when not nil, sees every event too.
+// TracingMonitor returns a command monitor that makes a client span of each command made in
+// a sampled trace (a loader batch, a send, a relay step), child of the operation's span,
+// named "find msg" after OpenTelemetry's database conventions. The command's body is never recorded: it holds
+// messages and IDs. A command outside a sampled trace (a request not sampled, the background
+// loops) costs a context lookup, nothing more. next, when not nil, sees every event too.
 //
 // OpenTelemetry's own MongoDB instrumentation (otelmongo) is not served for this driver's
 // major version here, so this is the small part of it msggate needs.
@@ -48,6 +49,12 @@ func TracingMonitor(next *event.CommandMonitor, tp trace.TracerProvider) *event.
 	}
 	return &event.CommandMonitor{
 		Started: func(ctx context.Context, e *event.CommandStartedEvent) {
+			if !trace.SpanContextFromContext(ctx).IsSampled() {
+				if next.Started != nil {
+					next.Started(ctx, e)
+				}
+				return
+			}
 			// A command names its collection as the value of its first field ({find: "msg"}).
 			coll, _ := e.Command.Lookup(e.CommandName).StringValueOK()
 			name := e.CommandName
