@@ -327,12 +327,17 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 
 	if strings.Contains(tracedHistoryName, o.Only) {
-		fmt.Fprintf(o.Out, "opening a second gateway with tracing on (%.0f%% sampled, OTLP/HTTP to a collector in this process) and storing the same data...\n", traceSampleRatio*100)
-		tg, err := startTraced(ctx, dir, redisServer.URL(), o.Gateway)
+		fmt.Fprintf(o.Out, "opening two more gateways, tracing on (%.0f%% sampled, OTLP/HTTP to a collector in this process) and off, and storing the same data in each...\n", traceSampleRatio*100)
+		tg, err := startTraced(ctx, dir, "traced-gateway", redisServer.URL(), 2, true, o.Gateway)
 		if err != nil {
 			return Report{}, fmt.Errorf("tracing on: %w", err)
 		}
 		defer tg.close()
+		untraced, err := startTraced(ctx, dir, "untraced-gateway", redisServer.URL(), 3, false, o.Gateway)
+		if err != nil {
+			return Report{}, fmt.Errorf("tracing off: %w", err)
+		}
+		defer untraced.close()
 		got, err := fetch(ctx, client, tg.history)
 		if err != nil {
 			return Report{}, err
@@ -341,9 +346,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		if err := sameJSON(withoutKey(answers[0], "serverMsgID"), withoutKey(got, "serverMsgID")); err != nil {
 			return Report{}, fmt.Errorf("%s: the traced gateway's answer differs from the gateway's: %w", tracedHistoryName, err)
 		}
-		// Against the bench's own gateway, tracing off, on the same page.
+		if _, err := fetch(ctx, client, untraced.history); err != nil {
+			return Report{}, err
+		}
 		scenarios = append(scenarios, scenario{name: tracedHistoryName, gateway: tg.history, handler: tg.handler,
-			baseline: gwHistory, base: handler, gatewayLabel: "tracing 1%", baselineLabel: "tracing off"})
+			baseline: untraced.history, base: untraced.handler, gatewayLabel: "tracing 1%", baselineLabel: "tracing off"})
 		defer func() {
 			fmt.Fprintf(o.Out, "\nthe traced gateway's collector took %d OTLP exports\n", tg.spans.Load())
 		}()
