@@ -181,3 +181,15 @@ func TestOffUnlessConfigured(t *testing.T) {
 		})
 	}
 }
+
+type plainHandler struct{}
+
+func (*plainHandler) ServeHTTP(http.ResponseWriter, *http.Request) {}
+
+// Ensure tracing off wraps nothing: the request path is the one without tracing.
+func TestHandlerOffIsNext(t *testing.T) {
+	next := &plainHandler{}
+	if got := tracing.Handler(nil, next); got != http.Handler(next) {
+		t.Errorf("Handler(nil, next) = %T, want next itself", got)
+	}
+}
