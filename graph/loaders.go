@@ -12,6 +12,9 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/graph-gophers/dataloader/v7"
 	"github.com/vektah/gqlparser/v2/ast"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
@@ -128,6 +131,8 @@ type LoaderOptions struct {
 	// ObserveBatch, when set, is told each batch's loader ("chunks", "states", "access") and
 	// number of keys; the server feeds it to metrics (through the loaders' tracer).
 	ObserveBatch func(loader string, keys int)
+	// tracer, set by NewHandler when tracing is on, spans each batch.
+	tracer trace.Tracer
 }
 
 func (o LoaderOptions) withDefaults() LoaderOptions {
@@ -236,7 +241,7 @@ type requestLoader[K comparable, V any] struct {
 func newRequestLoader[K comparable, V any](o LoaderOptions, name string, fetch func(context.Context, []K) ([]V, error)) *requestLoader[K, V] {
 	rl := &requestLoader[K, V]{
 		cache:  dataloader.NewCache[K, V](),
-		tracer: batchObserver[K, V]{name: name, observe: o.ObserveBatch},
+		tracer: batchObserver[K, V]{name: name, observe: o.ObserveBatch, tracer: o.tracer, spanName: "dataloader " + name},
 		batch:  alignedBatch(name, fetch),
 	}
 	rl.loader = dataloader.NewBatchedLoader(rl.batch,
@@ -360,18 +365,34 @@ func alignedBatch[K comparable, V any](name string, fetch func(context.Context, 
 }
 
 // batchObserver is the loaders' tracer: it tells LoaderOptions.ObserveBatch of every batch,
-// the dataloader's and the ones a lone caller sends directly.
+// the dataloader's and the ones a lone caller sends directly, and, when tracing is on, spans
+// each: the batch function's Redis and MongoDB commands are the span's children. The span
+// names the loader and counts the keys; the keys themselves (conversation and chunk IDs) stay
+// out of traces. (The dataloader's own OpenTelemetry tracer records them, and a span per key.)
 type batchObserver[K comparable, V any] struct {
 	dataloader.NoopTracer[K, V]
-	name    string
-	observe func(loader string, keys int)
+	name     string
+	observe  func(loader string, keys int)
+	tracer   trace.Tracer
+	spanName string
 }
 
 func (t batchObserver[K, V]) TraceBatch(ctx context.Context, keys []K) (context.Context, dataloader.TraceBatchFinishFunc[V]) {
 	if t.observe != nil {
 		t.observe(t.name, len(keys))
 	}
-	return ctx, func([]*dataloader.Result[V]) {}
+	if t.tracer == nil || !trace.SpanContextFromContext(ctx).IsSampled() {
+		return ctx, func([]*dataloader.Result[V]) {}
+	}
+	ctx, span := t.tracer.Start(ctx, t.spanName, trace.WithAttributes(
+		attribute.String("dataloader.name", t.name), attribute.Int("dataloader.keys", len(keys))))
+	return ctx, func(results []*dataloader.Result[V]) {
+		// One error fails the whole batch (alignedBatch): the first result tells.
+		if len(results) > 0 && results[0] != nil && results[0].Error != nil {
+			span.SetStatus(codes.Error, im.ErrorCode(results[0].Error))
+		}
+		span.End()
+	}
 }
 
 type siblingsKey struct{}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,6 +138,8 @@ type scenario struct {
 	baseline target
 	handler  http.Handler // the gateway's, for allocation counts
 	base     http.Handler
+	// labels name the two handlers in the report; default "gateway" and "baseline".
+	gatewayLabel, baselineLabel string
 }
 
 // Run starts a redis-server, the gateway on the embedded store, fills them, checks that the
@@ -159,14 +162,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		return Report{}, err
 	}
 	defer redisServer.Stop()
-	cfg := gateway.Config{
-		DataDir:  dir,
-		RedisURL: redisServer.URL(),
-		// The bench measures the read path, not the limiter's round trip.
-		Handler:    graph.HandlerOptions{RateLimit: -1},
-		LogOutput:  io.Discard,
-		Playground: false,
-	}
+	cfg := benchConfig(dir, redisServer.URL())
 	if o.Gateway != nil {
 		o.Gateway(&cfg)
 	}
@@ -365,6 +361,36 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 	}
 
+	if strings.Contains(tracedHistoryName, o.Only) {
+		fmt.Fprintf(o.Out, "opening two more gateways, tracing on (%.0f%% sampled, OTLP/HTTP to a collector in this process) and off, and storing the same data in each...\n", traceSampleRatio*100)
+		tg, err := startTraced(ctx, dir, "traced-gateway", redisServer.URL(), 2, true, o.Gateway)
+		if err != nil {
+			return Report{}, fmt.Errorf("tracing on: %w", err)
+		}
+		defer tg.close()
+		untraced, err := startTraced(ctx, dir, "untraced-gateway", redisServer.URL(), 3, false, o.Gateway)
+		if err != nil {
+			return Report{}, fmt.Errorf("tracing off: %w", err)
+		}
+		defer untraced.close()
+		got, err := fetch(ctx, client, tg.history)
+		if err != nil {
+			return Report{}, err
+		}
+		// The same messages, but their server message IDs are the store's own.
+		if err := sameJSON(withoutKey(answers[0], "serverMsgID"), withoutKey(got, "serverMsgID")); err != nil {
+			return Report{}, fmt.Errorf("%s: the traced gateway's answer differs from the gateway's: %w", tracedHistoryName, err)
+		}
+		if _, err := fetch(ctx, client, untraced.history); err != nil {
+			return Report{}, err
+		}
+		scenarios = append(scenarios, scenario{name: tracedHistoryName, gateway: tg.history, handler: tg.handler,
+			baseline: untraced.history, base: untraced.handler, gatewayLabel: "tracing 1%", baselineLabel: "tracing off"})
+		defer func() {
+			fmt.Fprintf(o.Out, "\nthe traced gateway's collector took %d OTLP exports\n", tg.spans.Load())
+		}()
+	}
+
 	report := Report{Ratios: map[string]float64{}}
 	if o.Profile != nil {
 		o.Profile(true)
@@ -404,7 +430,8 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			return Report{}, err
 		}
 		gw, base := gws[i], bases[i]
-		report.Rows = append(report.Rows, rowOf(s.name, "gateway", gw, gwAllocs), rowOf(s.name, "baseline", base, baseAllocs))
+		report.Rows = append(report.Rows, rowOf(s.name, cmp.Or(s.gatewayLabel, "gateway"), gw, gwAllocs),
+			rowOf(s.name, cmp.Or(s.baselineLabel, "baseline"), base, baseAllocs))
 		if base.perSecond() > 0 {
 			report.Ratios[s.name] = gw.perSecond() / base.perSecond()
 		}
@@ -440,6 +467,18 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		fmt.Fprintf(o.Out, "\nthe list page of %d conversations / of 20, the gateway's requests per second: %.2fx\n", o.BigList, report.BigListRatio)
 	}
 	return report, nil
+}
+
+// benchConfig is the configuration of the bench's gateways in msggate's mode.
+func benchConfig(dir, redisURL string) gateway.Config {
+	return gateway.Config{
+		DataDir:  dir,
+		RedisURL: redisURL,
+		// The bench measures the read path, not the limiter's round trip.
+		Handler:    graph.HandlerOptions{RateLimit: -1},
+		LogOutput:  io.Discard,
+		Playground: false,
+	}
 }
 
 // coldPages times n history pages, each after the page's chunks were invalidated as a write
@@ -554,6 +593,32 @@ func serve(h http.Handler) (url string, stop func(), err error) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// withoutKey returns the JSON document doc with every object member named key removed; doc
+// as it is when it is not JSON.
+func withoutKey(doc []byte, key string) []byte {
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return doc
+	}
+	var strip func(any)
+	strip = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			delete(v, key)
+			for _, x := range v {
+				strip(x)
+			}
+		case []any:
+			for _, x := range v {
+				strip(x)
+			}
+		}
+	}
+	strip(v)
+	out, _ := json.Marshal(v)
+	return out
 }
 
 // sameJSON reports whether two JSON documents hold the same values.

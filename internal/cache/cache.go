@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/msggate/msggate/internal/im"
 )
@@ -47,6 +48,9 @@ type Options struct {
 	// a single-node client (see coalescedReads); past it, each read takes its own. Default
 	// DefaultCoalescedReads; negative: every read takes its own round trip.
 	CoalescedReads int
+	// TracerProvider, when set (tracing on), spans each command and each pipeline made in a
+	// sampled trace (tracingHook), without the commands' arguments. nil installs nothing.
+	TracerProvider trace.TracerProvider
 }
 
 func (o Options) withDefaults() Options {
@@ -96,6 +100,10 @@ func New(rdb redis.UniversalClient, opts Options) *Cache {
 
 // addHooks adds the observers of opts to rdb.
 func addHooks(rdb redis.UniversalClient, opts Options) {
+	if opts.TracerProvider != nil {
+		// First, so that a span covers the wait for admission too.
+		rdb.AddHook(newTracingHook(opts.TracerProvider, rdb))
+	}
 	if opts.OnRoundTrip != nil {
 		rdb.AddHook(RoundTripHook(opts.OnRoundTrip))
 	}

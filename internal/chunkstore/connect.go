@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults of Options.
@@ -59,6 +60,9 @@ type Options struct {
 	// Admission, when set, lets each operation through or refuses it (overload); nil lets
 	// everything through.
 	Admission Admitter
+	// TracerProvider, when set (tracing on), spans each command (TracingMonitor). nil
+	// installs nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // CommandStarted is told of a MongoDB command as it is about to be sent: its name ("find",
@@ -101,10 +105,14 @@ func ConnectDatabase(opts Options) (*mongo.Database, error) {
 	if observe == nil {
 		observe = func(string, time.Duration, bool) {}
 	}
+	monitor := TimingMonitor(StartedMonitor(opts.OnCommand), observe)
+	if opts.TracerProvider != nil {
+		monitor = TracingMonitor(monitor, opts.TracerProvider)
+	}
 	co := options.Client().
 		ApplyURI(opts.URI).
 		SetTimeout(opts.Timeout).
-		SetMonitor(TimingMonitor(StartedMonitor(opts.OnCommand), observe))
+		SetMonitor(monitor)
 	if co.ServerSelectionTimeout == nil {
 		co.SetServerSelectionTimeout(DefaultServerSelectionTimeout)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/msggate/msggate/internal/embedded"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/search/reindex"
+	"github.com/msggate/msggate/internal/tracing"
 )
 
 // Serve: msggate [serve] [flags]
@@ -29,6 +30,24 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// Off unless -otlp-endpoint or the standard OTEL_ variables ask for it; then every
+	// component of the gateway is given the provider, and the spans still buffered are sent
+	// when the gateway has stopped.
+	traces, err := tracing.Start(ctx, tracing.Options{Endpoint: cfg.OTLPEndpoint})
+	if err != nil {
+		return err
+	}
+	if traces != nil {
+		defer func() {
+			flushCtx, cancel := context.WithTimeout(context.Background(), traceFlushTimeout)
+			defer cancel()
+			if err := traces.Shutdown(flushCtx); err != nil {
+				logger.Warn("sending the last traces failed", "err", err)
+			}
+		}()
+		cfg.TracerProvider = traces.Provider()
+		logger.Info("tracing on: spans go over OTLP/HTTP", "endpoint", traces.Endpoint())
+	}
 	if cfg.MongoURI == "" {
 		fmt.Fprintf(stdout, "starting the embedded store under %s (first start builds its SQLite files; its log: %s)...\n",
 			cfg.DataDir, filepath.Join(cfg.DataDir, embedded.LogFileName))
@@ -72,6 +91,9 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// m.Config, with the defaults that depend on the store filled in.
 	return m.Serve(ctx, func(addr string) { printStartup(stdout, m.Config, demo, addr, m.MetricsAddr) })
 }
+
+// traceFlushTimeout bounds the wait for the collector to take the last spans at shutdown.
+const traceFlushTimeout = 5 * time.Second
 
 // localURLHost is the host:port of a URL that reaches a gateway listening on addr from this
 // machine: an address on every interface is reached through localhost.

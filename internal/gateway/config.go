@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/admission"
 	"github.com/msggate/msggate/internal/auth"
@@ -151,6 +153,16 @@ type Config struct {
 	// Tokens of an identity provider, accepted besides msggate's own (off by default).
 	IdentityProvider IdentityProviderConfig
 
+	// Tracing (off by default). OTLPEndpoint is -otlp-endpoint, an OTLP/HTTP collector's base
+	// URL that turns tracing on, as OTEL_EXPORTER_OTLP_ENDPOINT does (the standard OTEL_
+	// variables are read by internal/tracing and the OpenTelemetry SDK, not here).
+	// TracerProvider is what the gateway's components trace to: nil, tracing off, unless
+	// the caller sets it (msggate serve does, from tracing.Start); then every GraphQL
+	// operation, loader batch, Redis command or pipeline, MongoDB command, Kafka poll and
+	// relay step has a span.
+	OTLPEndpoint   string
+	TracerProvider trace.TracerProvider
+
 	// byStore are the switches whose flags RegisterFlags registered and the command line left
 	// alone: WithStoreDefaults sets them by the store. A Config written in code means what it
 	// says.
@@ -259,6 +271,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.EventLogMaxLen, "event-log-len", cache.DefaultEventLogMaxLen, "events kept in each user's sync log; an older sync token answers tooLong")
 	fs.DurationVar(&c.EventLogMaxAge, "event-log-age", cache.DefaultEventLogMaxAge, "how long events stay in the sync log")
 	fs.DurationVar(&c.Handler.KeepAlive, "ws-keepalive", graph.DefaultKeepAlive, "WebSocket keepalive ping interval")
+	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "send traces to this OpenTelemetry collector's OTLP/HTTP endpoint, such as http://collector:4318 (or set OTEL_EXPORTER_OTLP_ENDPOINT; sampling: OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG); default: no tracing")
 	c.Retention.registerFlags(fs)
 	c.OpenIM.registerFlags(fs)
 	c.IdentityProvider.registerFlags(fs)

@@ -170,6 +170,7 @@ func OpenObserved(ctx context.Context, cfg Config, obs Observers, logger *slog.L
 		OnRoundTrip:    obs.OnRedisRoundTrip,
 		Admission:      g.CacheAdmission,
 		CoalescedReads: cfg.RedisCoalescedReads,
+		TracerProvider: cfg.TracerProvider,
 	}); err != nil {
 		return nil, err
 	}
@@ -243,6 +244,7 @@ func (g *Gateway) openStore(ctx context.Context) (err error) {
 		OnCommand:      g.observers.OnMongoCommand,
 		SoleWriter:     embeddedStore,
 		Admission:      g.StoreAdmission,
+		TracerProvider: cfg.TracerProvider,
 		// A gateway answers at once even when it starts while the store is down or
 		// saturated: what needs the store answers UNAVAILABLE until it is prepared.
 		StartInBackground: true,
@@ -305,7 +307,8 @@ func (g *Gateway) startRelay(logger *slog.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
 	observe := g.Metrics.WatchRelay()
 	relay := ingest.NewRelay(g.Ingest, ingest.RelayOptions{Interval: g.Config.RelayInterval, Logger: logger,
-		OnLook: func(l ingest.RelayLook) { observe(l.Due, l.OldestAge, l.Finished, l.Err != nil) }})
+		TracerProvider: g.Config.TracerProvider,
+		OnLook:         func(l ingest.RelayLook) { observe(l.Due, l.OldestAge, l.Finished, l.Err != nil) }})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -45,9 +45,11 @@ func (g *Gateway) openOpenIM(ctx context.Context) (err error) {
 			Database:       cfg.MongoDatabase,
 			ObserveCommand: g.Metrics.ObserveMongoCommand,
 			OnCommand:      g.observers.OnMongoCommand,
+			TracerProvider: cfg.TracerProvider,
 		},
 		RedisURL: cfg.OpenIM.RedisURL,
-		Redis:    cache.Options{ObserveCall: g.Metrics.ObserveRedisCall, OnRoundTrip: g.observers.OnRedisRoundTrip},
+		Redis: cache.Options{ObserveCall: g.Metrics.ObserveRedisCall, OnRoundTrip: g.observers.OnRedisRoundTrip,
+			TracerProvider: cfg.TracerProvider},
 	}, openim.Options{Secret: cfg.OpenIM.Secret, MemoTTL: memoTTL})
 	if err != nil {
 		return err

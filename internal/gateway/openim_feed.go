@@ -19,7 +19,8 @@ func (g *Gateway) followOpenIM() error {
 	if fc.Brokers == "" {
 		return nil
 	}
-	opts := openimfeed.Options{Topic: fc.Topic, Group: fc.Group, Username: fc.User, Password: fc.Password, Logger: g.Logger}
+	opts := openimfeed.Options{Topic: fc.Topic, Group: fc.Group, Username: fc.User, Password: fc.Password, Logger: g.Logger,
+		TracerProvider: g.Config.TracerProvider}
 	for _, b := range strings.Split(fc.Brokers, ",") {
 		if b = strings.TrimSpace(b); b != "" {
 			opts.Brokers = append(opts.Brokers, b)

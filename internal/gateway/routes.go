@@ -8,6 +8,7 @@ import (
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/ops"
 	"github.com/msggate/msggate/internal/playground"
+	"github.com/msggate/msggate/internal/tracing"
 )
 
 // Handler returns the gateway's HTTP routes.
@@ -35,6 +36,7 @@ func (g *Gateway) Handler() http.Handler {
 		opts.StoreRequests = g.StoreRequests
 	}
 	opts.CacheAdmission = g.CacheAdmission
+	opts.TracerProvider = g.Config.TracerProvider
 	mux := http.NewServeMux()
 	mux.Handle("/query", graph.NewHandler(read.resolver, opts))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -73,5 +75,7 @@ func (g *Gateway) Handler() http.Handler {
 				"Get a token with: go run . token -user alice\n")
 		})
 	}
-	return ops.LogRequests(g.Logger, mux)
+	// The trace's span outside the access log: the log line names the trace, and the span
+	// the request ID.
+	return tracing.Handler(g.Config.TracerProvider, ops.LogRequests(g.Logger, mux))
 }

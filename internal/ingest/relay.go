@@ -6,7 +6,12 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/im"
 	imsync "github.com/msggate/msggate/internal/sync"
 )
 
@@ -30,6 +35,9 @@ type RelayOptions struct {
 	Retry time.Duration
 	// Logger receives what was finished and what failed. Default slog.Default().
 	Logger *slog.Logger
+	// TracerProvider, when set (tracing on), spans each look (Run): its store and Redis
+	// commands are the span's children. nil: no spans.
+	TracerProvider trace.TracerProvider
 	// OnLook, when set, is told what each look found and did: the gateway exports it as the
 	// relay's backlog (ops.Metrics.WatchRelay).
 	OnLook func(RelayLook)
@@ -60,8 +68,9 @@ const DefaultRelayInterval = time.Second
 // it. Finishing an intent twice announces nothing twice (events carry the change's key), so
 // two instances taking one intent cost work, not correctness.
 type Relay struct {
-	in   *Ingester
-	opts RelayOptions
+	in     *Ingester
+	opts   RelayOptions
+	tracer trace.Tracer // nil when tracing is off
 }
 
 // NewRelay returns a relay for the ingester's store.
@@ -81,7 +90,11 @@ func NewRelay(in *Ingester, opts RelayOptions) *Relay {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Relay{in: in, opts: opts}
+	r := &Relay{in: in, opts: opts}
+	if opts.TracerProvider != nil {
+		r.tracer = opts.TracerProvider.Tracer("github.com/msggate/msggate/internal/ingest")
+	}
+	return r
 }
 
 // Run finishes due intents until ctx ends. It also says this instance is alive, so that other
@@ -95,10 +108,26 @@ func (r *Relay) Run(ctx context.Context) {
 			return
 		case <-time.After(wait):
 		}
-		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
+		if _, err := r.step(ctx); err != nil && ctx.Err() == nil {
 			r.opts.Logger.WarnContext(ctx, "relay: finishing left intents failed; trying again", "err", err)
 		}
 	}
+}
+
+// step is one look of Run: RunOnce, in a span of its own when tracing is on.
+func (r *Relay) step(ctx context.Context) (int, error) {
+	if r.tracer == nil {
+		return r.RunOnce(ctx)
+	}
+	ctx, span := r.tracer.Start(ctx, "outbox relay")
+	defer span.End()
+	n, err := r.RunOnce(ctx)
+	span.SetAttributes(attribute.Int("msggate.relay.finished", n))
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, im.ErrorCode(err))
+	}
+	return n, err
 }
 
 // RunOnce takes the intents due now and finishes each; it returns how many it finished.

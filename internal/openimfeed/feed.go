@@ -11,6 +11,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 const (
@@ -120,13 +123,36 @@ func (f *Feed) Run(ctx context.Context, apply func(ctx context.Context, changes 
 	}
 	for {
 		fetches := f.client.PollRecords(ctx, maxBatch)
-		err := f.consume(ctx, fetches, apply)
+		err := f.consumeTraced(ctx, fetches, apply)
 		// Rebalances wait while a polled batch is uncommitted (BlockRebalanceOnPoll).
 		f.client.AllowRebalance()
 		if err != nil {
 			return err
 		}
 	}
+}
+
+// consumeTraced is consume in a span of its own when tracing is on and the poll brought
+// records. The span starts when they arrived: the wait for them is idle time, not work.
+func (f *Feed) consumeTraced(ctx context.Context, fetches kgo.Fetches, apply func(context.Context, []Change) error) error {
+	n := fetches.NumRecords()
+	if f.opts.TracerProvider == nil || n == 0 {
+		return f.consume(ctx, fetches, apply)
+	}
+	ctx, span := f.opts.TracerProvider.Tracer("github.com/msggate/msggate/internal/openimfeed").Start(ctx,
+		"poll "+f.opts.Topic, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+			attribute.String("messaging.system", "kafka"),
+			attribute.String("messaging.operation.type", "receive"),
+			attribute.String("messaging.destination.name", f.opts.Topic),
+			attribute.String("messaging.consumer.group.name", f.opts.Group),
+			attribute.Int("messaging.batch.message_count", n)))
+	defer span.End()
+	err := f.consume(ctx, fetches, apply)
+	if err != nil && ctx.Err() == nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "poll failed")
+	}
+	return err
 }
 
 // consume applies and commits one poll's records.

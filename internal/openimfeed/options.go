@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults of Options, from OpenIM v3.8.3 config/kafka.yml.
@@ -54,6 +55,10 @@ type Options struct {
 	// again after a backoff. A record may be handed over twice (a crash before its commit).
 	// nil: the log line is all that is left of it.
 	OnSkip func(ctx context.Context, s Skipped) error
+	// TracerProvider, when set (tracing on), spans each poll that brought records, from
+	// its records' arrival to their commit: the changes' store and Redis commands are its
+	// children. nil: no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // TLSFiles are kafka.yml's tls settings (caCrt, clientCrt, clientKey, clientKeyPwd,

@@ -3,11 +3,14 @@ package ops
 import (
 	"context"
 	"log/slog"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // WithRequestIDs returns a logger that adds request_id to every line logged with the context
 // of a request (logger.InfoContext(ctx, ...) and the like), so that every part of msggate can
-// be correlated with the access log without passing the ID around. A nil logger stands for
+// be correlated with the access log without passing the ID around; and, when the context is
+// in a trace (tracing is on), trace_id and span_id, so that a line leads to its trace. A nil logger stands for
 // slog.Default(); a logger that already adds them is returned as it is.
 func WithRequestIDs(logger *slog.Logger) *slog.Logger {
 	if logger == nil {
@@ -26,10 +29,17 @@ func (h requestIDHandler) Enabled(ctx context.Context, level slog.Level) bool {
 }
 
 func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
-	if id := RequestID(ctx); id != "" {
+	id := RequestID(ctx)
+	sc := trace.SpanContextFromContext(ctx)
+	if id != "" || sc.IsValid() {
 		// Clone: the record may share its attribute storage with the caller's.
 		r = r.Clone()
-		r.AddAttrs(slog.String("request_id", id))
+		if id != "" {
+			r.AddAttrs(slog.String("request_id", id))
+		}
+		if sc.IsValid() {
+			r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+		}
 	}
 	return h.next.Handle(ctx, r)
 }

@@ -6,7 +6,13 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
+
+// RequestIDAttribute is the span attribute that carries a traced request's ID.
+const RequestIDAttribute = "msggate.request_id"
 
 // quietPaths are polled by probes and scrapers every few seconds; their access lines are
 // logged at debug level so that they do not drown the rest.
@@ -16,7 +22,9 @@ var quietPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": 
 // X-Request-ID when sane, otherwise a new random one), echoes it in the response's
 // X-Request-ID header, puts it in the request's context for WithRequestIDs loggers, and logs
 // one "request" line when the handler returns: method, path, status, bytes, duration_ms,
-// request_id and, for GraphQL, operation.
+// request_id and, for GraphQL, operation. Inside a traced request (tracing.Handler outside
+// it) the line names the trace (trace_id, span_id: WithRequestIDs), and the request's span
+// carries the request ID as msggate.request_id, so that each leads to the other.
 func LogRequests(logger *slog.Logger, next http.Handler) http.Handler {
 	logger = WithRequestIDs(logger)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -24,6 +32,9 @@ func LogRequests(logger *slog.Logger, next http.Handler) http.Handler {
 		info := &requestInfo{id: requestID(r.Header.Get(RequestIDHeader))}
 		w.Header().Set(RequestIDHeader, info.id)
 		ctx := withRequestInfo(r.Context(), info)
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.SetAttributes(attribute.String(RequestIDAttribute, info.id))
+		}
 		rec := &responseRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r.WithContext(ctx))
 
