@@ -119,7 +119,8 @@ func (in *Ingester) finishSendIntent(ctx context.Context, chunks history.ChunkSo
 		}
 	}
 	if len(stored) > 0 {
-		if err := in.finishSend(ctx, sortStored(stored), dedupe(docIDs)); err != nil {
+		stored = sortStored(stored)
+		if err := in.finishSend(ctx, stored, stored, dedupe(docIDs)); err != nil {
 			return imsync.IntentPending, err
 		}
 	}
