@@ -105,9 +105,15 @@ func (l *Ledger) Allocate(ctx context.Context, conversationID string, n int64) (
 // maxBlockRefills bounds the blocks AllocateMany reserves in MongoDB side by side.
 const maxBlockRefills = 8
 
+// maxAllocAsks bounds the conversations AllocateMany asks Redis for in one round trip: each
+// one whose block ran out takes its refill lock then, and all of them must be refilled well
+// within the lock's life (cache.Options.AllocLockTTL).
+const maxAllocAsks = 64
+
 // AllocateMany is Allocate for many conversations (each once) at once: one Redis round trip
-// for all of them while their blocks last, and the blocks that ran out refilled side by side.
-// It returns the first seq of each, aligned with reqs.
+// for up to maxAllocAsks of them while their blocks last, and the blocks that ran out refilled
+// side by side. It returns the first seq of each, aligned with reqs. It waits for other
+// instances' refills for at most allocWait at a time.
 func (l *Ledger) AllocateMany(ctx context.Context, reqs []cache.AllocRequest) ([]int64, error) {
 	for _, r := range reqs {
 		if r.N <= 0 {
@@ -125,8 +131,9 @@ func (l *Ledger) AllocateMany(ctx context.Context, reqs []cache.AllocRequest) ([
 		if time.Now().After(deadline) {
 			return nil, im.Errorf(im.EUNAVAILABLE, "seq allocator for %s is busy; retry", reqs[pending[0]].ConversationID)
 		}
-		ask := make([]cache.AllocRequest, len(pending))
-		for j, i := range pending {
+		asked, later := pending[:min(len(pending), maxAllocAsks)], pending[min(len(pending), maxAllocAsks):]
+		ask := make([]cache.AllocRequest, len(asked))
+		for j, i := range asked {
 			ask[j] = reqs[i]
 		}
 		answers, err := l.cache.AllocSeqsMany(ctx, ask, l.token)
@@ -137,18 +144,21 @@ func (l *Ledger) AllocateMany(ctx context.Context, reqs []cache.AllocRequest) ([
 		for j, a := range answers {
 			switch a.State {
 			case cache.Allocated:
-				firsts[pending[j]] = a.First
+				firsts[asked[j]] = a.First
 			case cache.NeedInit, cache.NeedBlock:
-				refill = append(refill, pending[j])
+				refill = append(refill, asked[j])
 			default:
-				busy = append(busy, pending[j])
+				busy = append(busy, asked[j])
 			}
 		}
 		if err := l.refillBlocks(ctx, reqs, refill); err != nil {
 			return nil, err
 		}
-		pending = append(refill, busy...)
-		if len(busy) == 0 {
+		pending = append(append(append([]int(nil), later...), refill...), busy...)
+		if len(busy) < len(asked) {
+			deadline = time.Now().Add(allocWait) // progress: the wait starts again
+		}
+		if len(busy) < len(asked) || len(later) > 0 {
 			continue
 		}
 		select {
