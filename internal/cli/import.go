@@ -244,6 +244,9 @@ func storeBatch(ctx context.Context, m *gateway.Gateway, window *importWindowLin
 	}
 	var results []ingest.Result
 	var err error
+	// retried: a try failed, after storing some of the batch, perhaps all: what the last try
+	// finds stored counts as stored by this run.
+	retried := false
 	for try := 1; ; try++ {
 		results, err = m.Ingest.Import(ctx, msgs)
 		if err == nil || im.ErrorCode(err) != im.EUNAVAILABLE || try == importTries {
@@ -252,6 +255,7 @@ func storeBatch(ctx context.Context, m *gateway.Gateway, window *importWindowLin
 		// A store or Redis that is slow to answer (a busy machine, a gateway's traffic beside
 		// the import) is waited for: the batch is stored again, and what its first try stored
 		// is found by client message ID.
+		retried = true
 		select {
 		case <-ctx.Done():
 			return err
@@ -268,7 +272,7 @@ func storeBatch(ctx context.Context, m *gateway.Gateway, window *importWindowLin
 		switch {
 		case p.Seq == 0:
 			sum.Published++
-		case p.Duplicate:
+		case p.Duplicate && !retried:
 			sum.Duplicates++
 		default:
 			sum.Stored++
@@ -430,7 +434,9 @@ func importFile(ctx context.Context, m *gateway.Gateway, path string, resume boo
 		if _, err := f.Seek(from.Offset, io.SeekStart); err != nil {
 			return ImportSummary{}, err
 		}
-		if progress != nil && from.Line > 0 {
+		if progress != nil && from.Batches > 0 {
+			fmt.Fprintf(progress, "resuming after line %d and %d batches of the lines after it\n", from.Line, from.Batches)
+		} else if progress != nil && from.Line > 0 {
 			fmt.Fprintf(progress, "resuming after line %d\n", from.Line)
 		}
 	}
