@@ -136,6 +136,7 @@ func importMessages(ctx context.Context, m *gateway.Gateway, r io.Reader, from I
 		for i := range min(skip, len(batches)) {
 			done[i] = true
 			sum.Duplicates += len(batches[i])
+			storedMsgs += len(batches[i])
 		}
 		skip = 0
 		record := func(i int) error {
