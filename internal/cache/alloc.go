@@ -56,6 +56,49 @@ func (c *Cache) AllocSeqs(ctx context.Context, conversationID string, n int64, t
 	return AllocState(res[0]), res[1], nil
 }
 
+// AllocRequest asks for n consecutive seqs of a conversation (AllocSeqsMany).
+type AllocRequest struct {
+	ConversationID string
+	N              int64
+}
+
+// AllocAnswer is the allocator's answer to one AllocRequest: its state and, when Allocated,
+// the first seq.
+type AllocAnswer struct {
+	State AllocState
+	First int64
+}
+
+// AllocSeqsMany is AllocSeqs for many conversations in one round trip, aligned with reqs.
+func (c *Cache) AllocSeqsMany(ctx context.Context, reqs []AllocRequest, token string) ([]AllocAnswer, error) {
+	out := make([]AllocAnswer, len(reqs))
+	if len(reqs) == 0 {
+		return out, nil
+	}
+	// EVAL, not EVALSHA: a pipeline cannot fall back to EVAL when the script is not loaded.
+	cmds := make([]*redis.Cmd, len(reqs))
+	pipe := c.rdb.Pipeline()
+	for i, r := range reqs {
+		cmds[i] = allocSeqs.Eval(ctx, pipe,
+			[]string{c.convKey(r.ConversationID, "alloc"), c.convKey(r.ConversationID, "alloclock")},
+			r.N, token, ms(c.opts.AllocLockTTL), ms(c.opts.StateTTL))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, cacheError("allocate seqs", err)
+	}
+	for i, cmd := range cmds {
+		res, err := cmd.Int64Slice()
+		if err != nil {
+			return nil, cacheError("allocate seqs", err)
+		}
+		if len(res) != 2 {
+			return nil, cacheError("allocate seqs", errors.New("unexpected script answer"))
+		}
+		out[i] = AllocAnswer{State: AllocState(res[0]), First: res[1]}
+	}
+	return out, nil
+}
+
 var setAllocBlock = redis.NewScript(`
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
 if redis.call('HGET', KEYS[1], 'curr') == false then

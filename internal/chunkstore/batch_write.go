@@ -42,8 +42,13 @@ func inBatchesOf(size, n int, write func(from, to int) error) error {
 // refused as duplicate keys: they exist already. FerretDB writes an insert batch in one
 // SQLite transaction, where an upsert is a find and a write of its own.
 func insertNew(ctx context.Context, c *mongo.Collection, op string, docs []any) ([]int, error) {
+	return insertNewOf(ctx, c, op, docs, writeBatch)
+}
+
+// insertNewOf is insertNew with batches of at most size documents.
+func insertNewOf(ctx context.Context, c *mongo.Collection, op string, docs []any, size int) ([]int, error) {
 	var dups []int
-	err := inBatches(len(docs), func(from, to int) error {
+	err := inBatchesOf(size, len(docs), func(from, to int) error {
 		_, err := c.InsertMany(ctx, docs[from:to], options.InsertMany().SetOrdered(false))
 		if err == nil {
 			return nil

@@ -184,14 +184,7 @@ type chunkDoc struct {
 // insertChunk inserts the chunk with all slots allocated and the pending messages in place. It
 // reports false when the chunk already exists (duplicate key on doc_id).
 func (s *Store) insertChunk(ctx context.Context, docID string, msgs []*im.Message, pending []int) (bool, error) {
-	c := chunkDoc{Chunk: *im.NewChunk(docID)}
-	if s.natural[CollectionChunks] {
-		c.ID = docID
-	}
-	for _, i := range pending {
-		c.Slots[im.SlotIndex(msgs[i].Seq)].Msg = msgs[i]
-	}
-	_, err := s.chunks.InsertOne(ctx, c)
+	_, err := s.chunks.InsertOne(ctx, s.newChunkDoc(docID, msgs, pending))
 	if mongo.IsDuplicateKeyError(err) {
 		return false, nil
 	}
@@ -199,6 +192,18 @@ func (s *Store) insertChunk(ctx context.Context, docID string, msgs []*im.Messag
 		return false, storeError("insert chunk", err)
 	}
 	return true, nil
+}
+
+// newChunkDoc is the chunk docID with all slots allocated and the pending messages in place.
+func (s *Store) newChunkDoc(docID string, msgs []*im.Message, pending []int) chunkDoc {
+	c := chunkDoc{Chunk: *im.NewChunk(docID)}
+	if s.natural[CollectionChunks] {
+		c.ID = docID
+	}
+	for _, i := range pending {
+		c.Slots[im.SlotIndex(msgs[i].Seq)].Msg = msgs[i]
+	}
+	return c
 }
 
 // setEmptySlots writes the pending messages into their slots in one update that matches only

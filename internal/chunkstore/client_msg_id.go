@@ -120,6 +120,11 @@ func (s *Store) FindClientMsgSeqs(ctx context.Context, keys []ClientMsgKey) (map
 	return out, nil
 }
 
+// HasSenderlessClientMsgIDs reports whether the store holds client message IDs of an earlier
+// version (CollectionClientMsgID): a message is then not known to be new from its own key's
+// absence alone (see FindClientMsgSeqs).
+func (s *Store) HasSenderlessClientMsgIDs() bool { return s.senderlessClientMsgIDs }
+
 // findOwnClientMsgSeqs reads the keys' claims in CollectionClientMsgKey: by _id (findByIDs), or
 // by field in a collection without natural keys.
 func (s *Store) findOwnClientMsgSeqs(ctx context.Context, keys []ClientMsgKey) (map[ClientMsgKey]int64, error) {

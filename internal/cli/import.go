@@ -14,10 +14,12 @@ import (
 	"os"
 	"sort"
 	"strings"
+	gosync "sync"
 	"time"
 
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/ingest"
 )
 
 // Import: msggate import [-resume] FILE
@@ -49,25 +51,39 @@ func Import(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // positionSuffix names the file beside an import's input where it records how far it got.
 const positionSuffix = ".import-position"
 
-// ImportPosition is where the last batch whose every message is stored ends in the input: its
-// last line and the byte offset right after it. An import that stops (an error, a signal, a
-// crash) leaves it in FILE.import-position; -resume starts reading there. A batch cut half-way
-// is read again, and what it stored already is found by client message ID, not stored twice.
+// ImportPosition is how far an import stored its input: every line through Line (ending
+// right before the byte Offset), and, within the window read after it, its first Batches
+// batches (an import stores a window's batches side by side, and records the first ones that
+// are all stored). An import that stops (an error, a signal, a crash) leaves it in
+// FILE.import-position; -resume starts reading at Offset and skips those batches, when the
+// window and batch sizes are the ones they were counted with. A batch cut half-way is stored
+// again, and what it stored already is found by client message ID, not stored twice.
 type ImportPosition struct {
 	Line   int   `json:"line"`
 	Offset int64 `json:"offset"`
+	// Batches, Window and BatchSize: the batches stored of the next window, and the sizes
+	// that made them.
+	Batches   int `json:"batches,omitempty"`
+	Window    int `json:"window,omitempty"`
+	BatchSize int `json:"batch_size,omitempty"`
 }
 
-// importBatch is how many messages go to the ingest path at once.
-const importBatch = 500
+// importBatch is how many messages go to the ingest path at once (its Import).
+const importBatch = 1000
+
+// importWorkers is how many batches are stored side by side: a batch waits on store and Redis
+// round trips for most of its time.
+const importWorkers = 2
 
 // importWindow is how many lines the import reads before it stores them, grouped by
 // conversation (each conversation's messages in file order, so their seqs follow it). An
 // export ordered by time touches a new conversation on almost every line: stored as read, a
 // batch would write one slot into each of hundreds of chunks, each a whole-chunk rewrite on
-// FerretDB; grouped, it writes a run of slots per chunk. It is also the step of the recorded
-// position: a run cut inside a window reads the window again. A variable for the tests only.
-var importWindow = 100_000
+// FerretDB; grouped, it writes a run of slots per chunk, and a chunk that the window fills
+// from its first slot is inserted whole with the other new chunks of its batch. The window
+// keeps the lines' bytes only (about the file's size for a window that holds it all). A
+// variable for the tests only.
+var importWindow = 1_000_000
 
 // maxImportLine bounds one line of an import file (a message with 64 KiB of content and its
 // fields fits comfortably).
@@ -92,47 +108,84 @@ func (s ImportSummary) String() string {
 
 // importMessages reads JSON Lines of messages with OpenIM's field names (send_id, recv_id,
 // group_id, client_msg_id, content_type, content, send_time, options, ...) and stores them
-// through the ingest path, importWindow lines at a time grouped by conversation, importBatch
-// messages per batch. A line without client_msg_id gets one derived from its bytes, so
-// running the same file again stores nothing twice. Bad lines are counted and named in the
-// summary, not fatal. r is read from from (the lines before from.Line were read by an earlier
-// run); size is the whole input's. progress, when not nil, gets a progress bar over the file's
-// size. committed, when not nil, is told the position after each stored window.
+// through the ingest path's bulk import, importWindow lines at a time grouped by
+// conversation, importBatch messages per batch, importWorkers batches side by side (the
+// batches of one conversation one after the other). A line without client_msg_id gets one
+// derived from its bytes, so running the same file again stores nothing twice. Bad lines are
+// counted and named in the summary, not fatal. r is read from from (the lines before
+// from.Line were read by an earlier run, and from.Batches batches of the window after them
+// stored); size is the whole input's. progress, when not nil, gets a progress bar over the
+// file's size. committed, when not nil, is told the position after each stored batch.
 func importMessages(ctx context.Context, m *gateway.Gateway, r io.Reader, from ImportPosition, size int64, progress io.Writer, committed func(ImportPosition) error) (ImportSummary, error) {
-	sum := ImportSummary{Position: from}
+	sum := ImportSummary{Position: ImportPosition{Line: from.Line, Offset: from.Offset}}
+	skip := 0
+	if from.Window == importWindow && from.BatchSize == importBatch {
+		skip = from.Batches
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxImportLine)
-	var window []windowed
+	var window importWindowLines
 	windowStart, read := from.Offset, from.Offset
 	lineNo := from.Line
 	flush := func() error {
-		// Stable: each conversation's messages stay in file order.
-		sort.SliceStable(window, func(i, j int) bool { return window[i].conv < window[j].conv })
-		batch := make([]*im.Message, 0, importBatch)
-		for done := 0; done < len(window); {
-			batch = batch[:0]
-			for _, w := range window[done:min(done+importBatch, len(window))] {
-				batch = append(batch, w.msg)
-			}
-			results, err := m.Ingest.Ingest(ctx, batch)
-			if err != nil {
-				return fmt.Errorf("storing the lines %d to %d: %w", sum.Position.Line+1, lineNo, err)
-			}
-			for _, r := range results {
-				p := r.Placements[0]
-				switch {
-				case p.Seq == 0:
-					sum.Published++
-				case p.Duplicate:
-					sum.Duplicates++
-				default:
-					sum.Stored++
-				}
-			}
-			done += len(batch)
-			drawProgress(progress, windowStart+(read-windowStart)*int64(done)/int64(len(window)), size, sum.Stored+sum.Duplicates+sum.Published)
+		batches, continues := window.batches()
+		var mu gosync.Mutex
+		done := make([]bool, len(batches))
+		next := 0 // the first batch not known to be stored
+		storedMsgs := 0
+		for i := range min(skip, len(batches)) {
+			done[i] = true
+			sum.Duplicates += len(batches[i])
+			storedMsgs += len(batches[i])
 		}
-		window = window[:0]
+		skip = 0
+		record := func(i int) error {
+			mu.Lock()
+			defer mu.Unlock()
+			done[i] = true
+			storedMsgs += len(batches[i])
+			for next < len(batches) && done[next] {
+				next++
+			}
+			drawProgress(progress, windowStart+(read-windowStart)*int64(storedMsgs)/int64(max(window.len(), 1)), size, sum.Stored+sum.Duplicates+sum.Published)
+			if committed == nil || next == len(batches) {
+				return nil
+			}
+			return committed(ImportPosition{Line: sum.Position.Line, Offset: sum.Position.Offset, Batches: next, Window: importWindow, BatchSize: importBatch})
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var firstErr error
+		var wg gosync.WaitGroup
+		for _, lane := range lanes(continues, importWorkers) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for _, i := range lane {
+					if done[i] {
+						continue // stored by the run this one resumes
+					}
+					err := storeBatch(wctx, m, &window, batches[i], &mu, &sum)
+					if err == nil {
+						err = record(i)
+					}
+					if err != nil {
+						mu.Lock()
+						if firstErr == nil {
+							firstErr = err
+						}
+						mu.Unlock()
+						cancel()
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if firstErr != nil {
+			return fmt.Errorf("storing the lines %d to %d: %w", sum.Position.Line+1, lineNo, firstErr)
+		}
+		window.reset()
 		windowStart = read
 		sum.Position = ImportPosition{Line: lineNo, Offset: read}
 		if committed != nil {
@@ -155,7 +208,7 @@ func importMessages(ctx context.Context, m *gateway.Gateway, r io.Reader, from I
 					sum.Errors = append(sum.Errors, fmt.Sprintf("line %d: %s", lineNo, im.ErrorMessage(err)))
 				}
 			} else {
-				window = append(window, w)
+				window.add(w.conv, line)
 			}
 		}
 		if windowLines == importWindow {
@@ -175,6 +228,152 @@ func importMessages(ctx context.Context, m *gateway.Gateway, r io.Reader, from I
 		fmt.Fprintln(progress)
 	}
 	return sum, nil
+}
+
+// importTries is how often a batch is tried when the store or Redis is unavailable.
+const importTries = 5
+
+// storeBatch stores one batch of a window (the indexes of its lines) and counts it in sum.
+func storeBatch(ctx context.Context, m *gateway.Gateway, window *importWindowLines, batch []int, mu *gosync.Mutex, sum *ImportSummary) error {
+	msgs := make([]*im.Message, len(batch))
+	for j, i := range batch {
+		w, err := parseImportLine(window.line(i))
+		if err != nil {
+			return err // it was valid when read
+		}
+		msgs[j] = w.msg
+	}
+	var results []ingest.Result
+	var err error
+	// retried: a try failed, after storing some of the batch, perhaps all: what the last try
+	// finds stored counts as stored by this run.
+	retried := false
+	for try := 1; ; try++ {
+		results, err = m.Ingest.Import(ctx, msgs)
+		if err == nil || im.ErrorCode(err) != im.EUNAVAILABLE || try == importTries {
+			break
+		}
+		// A store or Redis that is slow to answer (a busy machine, a gateway's traffic beside
+		// the import) is waited for: the batch is stored again, and what its first try stored
+		// is found by client message ID.
+		retried = true
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(try) * 2 * time.Second):
+		}
+	}
+	if err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range results {
+		p := r.Placements[0]
+		switch {
+		case p.Seq == 0:
+			sum.Published++
+		case p.Duplicate && !retried:
+			sum.Duplicates++
+		default:
+			sum.Stored++
+		}
+	}
+	return nil
+}
+
+// importWindowLines holds the valid lines of a window: their bytes, one after the other, and
+// the conversation each goes to first.
+type importWindowLines struct {
+	data  []byte
+	ends  []int
+	convs []string
+	// interned shares one string per conversation among its lines.
+	interned map[string]string
+}
+
+func (w *importWindowLines) add(conv string, line []byte) {
+	if w.interned == nil {
+		w.interned = map[string]string{}
+	}
+	c, ok := w.interned[conv]
+	if !ok {
+		w.interned[conv] = conv
+		c = conv
+	}
+	w.data = append(w.data, line...)
+	w.ends = append(w.ends, len(w.data))
+	w.convs = append(w.convs, c)
+}
+
+func (w *importWindowLines) len() int { return len(w.ends) }
+
+func (w *importWindowLines) line(i int) []byte {
+	from := 0
+	if i > 0 {
+		from = w.ends[i-1]
+	}
+	return w.data[from:w.ends[i]]
+}
+
+func (w *importWindowLines) reset() {
+	w.data, w.ends, w.convs, w.interned = w.data[:0], w.ends[:0], w.convs[:0], nil
+}
+
+// batches groups the window's lines by conversation (each conversation's lines in file order)
+// and cuts them into batches of at most importBatch lines: whole conversations together, or
+// consecutive parts of one conversation that is larger than a batch, each part a batch of its
+// own. continues[i] is true when batch i starts with the conversation batch i-1 ends with.
+func (w *importWindowLines) batches() (batches [][]int, continues []bool) {
+	order := make([]int, w.len())
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return w.convs[order[a]] < w.convs[order[b]] })
+	var out [][]int
+	var cur []int
+	for i := 0; i < len(order); {
+		j := i
+		for j < len(order) && w.convs[order[j]] == w.convs[order[i]] {
+			j++
+		}
+		conv := order[i:j]
+		if len(cur)+len(conv) > importBatch && len(cur) > 0 {
+			out, cur = append(out, cur), nil
+		}
+		for len(conv) > importBatch {
+			out, conv = append(out, conv[:importBatch]), conv[importBatch:]
+		}
+		cur = append(cur, conv...)
+		i = j
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	continues = make([]bool, len(out))
+	for i := 1; i < len(out); i++ {
+		prev := out[i-1]
+		continues[i] = w.convs[out[i][0]] == w.convs[prev[len(prev)-1]]
+	}
+	return out, continues
+}
+
+// lanes deals the batches to n workers: the batches of one conversation (the parts of a
+// conversation larger than a batch) go to one worker, in order, so that its seqs follow the
+// file; the others go round.
+func lanes(continues []bool, n int) [][]int {
+	out := make([][]int, n)
+	k := 0
+	for i, c := range continues {
+		if c {
+			// It continues the previous batch's conversation: after it, in its lane.
+			out[(k+n-1)%n] = append(out[(k+n-1)%n], i)
+			continue
+		}
+		out[k%n] = append(out[k%n], i)
+		k++
+	}
+	return out
 }
 
 // windowed is a valid line of a window and the conversation it goes to first.
@@ -236,7 +435,9 @@ func importFile(ctx context.Context, m *gateway.Gateway, path string, resume boo
 		if _, err := f.Seek(from.Offset, io.SeekStart); err != nil {
 			return ImportSummary{}, err
 		}
-		if progress != nil && from.Line > 0 {
+		if progress != nil && from.Batches > 0 {
+			fmt.Fprintf(progress, "resuming after line %d and %d batches of the lines after it\n", from.Line, from.Batches)
+		} else if progress != nil && from.Line > 0 {
 			fmt.Fprintf(progress, "resuming after line %d\n", from.Line)
 		}
 	}

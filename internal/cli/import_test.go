@@ -174,3 +174,61 @@ func TestImportResumesWithoutDuplicates(t *testing.T) {
 		t.Errorf("a finished import leaves its position file: %v", err)
 	}
 }
+
+// Ensure what an import stores is what a gateway serves afterwards: 3,000 messages over 300
+// conversations (ten each, senders alternating), imported on FerretDB and redis-server while
+// the gateway runs, read back through GraphQL: each conversation's messages at their seqs in
+// file order, its last message, and both ends' read seqs, unread counts and lists.
+func TestImportedHistoryIsServedByTheGateway(t *testing.T) {
+	g := gatewaytest.Start(t)
+	const conversations, per = 300, 10
+	path := filepath.Join(t.TempDir(), "by-time.jsonl")
+	var b bytes.Buffer
+	if err := bench.WriteImportFile(&b, bench.ImportFileOptions{Messages: conversations * per, Conversations: conversations}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := runCommand(t, cli.Import, append(g.StoreFlags(), path)...)
+	if want := "3000 lines: 3000 stored, 0 already there"; !strings.Contains(out, want) {
+		t.Fatalf("summary %q, want %q", out, want)
+	}
+	seqs := make([]int64, per)
+	for i := range seqs {
+		seqs[i] = int64(i + 1)
+	}
+	for _, k := range []int{0, 1, 149, 299} {
+		peer, hub := bench.ImportPeer(k), bench.ImportHub(k)
+		conv, _ := im.SingleConversationID(peer, hub)
+		// The peer sent the messages at odd seqs, the hub those at even ones, the last at 10.
+		for user, want := range map[string][2]int64{peer: {per - 1, 1}, hub: {per, 0}} {
+			c := g.Conversation(g.Token(user), conv)
+			if c.MaxSeq != per || c.ReadSeq != want[0] || c.UnreadCount != want[1] || c.LastMessage == nil || c.LastMessage.Seq != per {
+				t.Errorf("%s as %s: %+v, want max seq %d, read seq %d, unread %d, last message at %d", conv, user, c, per, want[0], want[1], per)
+			}
+		}
+		var got struct{ Messages []gatewaytest.Message }
+		g.Query(g.Token(peer), gatewaytest.MessagesQuery, map[string]any{"c": conv, "s": seqs}, &got)
+		for i, m := range got.Messages {
+			if m.Content == nil || !strings.HasPrefix(*m.Content, fmt.Sprintf("message %d of", i)) {
+				t.Errorf("%s seq %d: %+v, want message %d", conv, m.Seq, m, i)
+			}
+		}
+	}
+	// hub01 is at the other end of conversations 1, 51, ..., 251.
+	var v gatewaytest.Viewer
+	g.Query(g.Token(bench.ImportHub(1)), gatewaytest.ViewerQuery, map[string]any{"first": 20}, &v)
+	if n := len(v.Viewer.Conversations.Nodes); n != conversations/50 || v.Viewer.TotalUnread != 0 {
+		t.Errorf("hub01's list: %d conversations, %d unread; want %d, 0", n, v.Viewer.TotalUnread, conversations/50)
+	}
+	for _, c := range v.Viewer.Conversations.Nodes {
+		if c.MaxSeq != per || c.LastMessage == nil || c.LastMessage.Seq != per {
+			t.Errorf("hub01's list: %+v, want its last message at %d", c, per)
+		}
+	}
+	g.Query(g.Token(bench.ImportPeer(1)), gatewaytest.ViewerQuery, map[string]any{"first": 20}, &v)
+	if len(v.Viewer.Conversations.Nodes) != 1 || v.Viewer.TotalUnread != 1 {
+		t.Errorf("imp000001's list: %+v, want its one conversation with 1 unread", v.Viewer)
+	}
+}

@@ -77,6 +77,23 @@ const maxRounds = 4
 // MongoDB operation. On error, some messages may be stored; sending the same batch again
 // (same client message IDs) stores nothing twice.
 func (in *Ingester) Ingest(ctx context.Context, msgs []*im.Message) ([]Result, error) {
+	return in.ingest(ctx, msgs, false)
+}
+
+// Import is Ingest for a bulk import: the same rules (validation, seq allocation, the client
+// message IDs that keep a message from being stored twice), with a batch's store work done in
+// a number of commands that follows the batch's size, not the number of its conversations:
+//   - a batch none of whose messages is known yet (two of its keys are looked up, not every
+//     one) claims its client message IDs without looking each up first: a claim refused as a
+//     duplicate is a retry (see allocate), and its message keeps the seq it had;
+//   - the chunks the batch starts are inserted whole, together (chunkstore.WriteMessagesBulk);
+//   - each conversation's devices are told of its newest message only, with the counters that
+//     cover the others (an imported history is read, not delivered message by message).
+func (in *Ingester) Import(ctx context.Context, msgs []*im.Message) ([]Result, error) {
+	return in.ingest(ctx, msgs, true)
+}
+
+func (in *Ingester) ingest(ctx context.Context, msgs []*im.Message, bulk bool) ([]Result, error) {
 	if len(msgs) > in.opts.MaxBatch {
 		return nil, im.Errorf(im.ELIMIT, "a batch holds at most %d messages, got %d", in.opts.MaxBatch, len(msgs))
 	}
@@ -87,7 +104,7 @@ func (in *Ingester) Ingest(ctx context.Context, msgs []*im.Message) ([]Result, e
 	if len(stored) == 0 {
 		return results, nil
 	}
-	if err := in.storePlacements(ctx, stored); err != nil {
+	if err := in.storePlacements(ctx, stored, bulk); err != nil {
 		return nil, err
 	}
 	for _, p := range stored {
@@ -97,8 +114,8 @@ func (in *Ingester) Ingest(ctx context.Context, msgs []*im.Message) ([]Result, e
 	return results, nil
 }
 
-func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) error {
-	if err := in.findRetries(ctx, stored); err != nil {
+func (in *Ingester) storePlacements(ctx context.Context, stored []*placement, bulk bool) error {
+	if err := in.findRetries(ctx, stored, bulk); err != nil {
 		return err
 	}
 	// Once a chunk write has been sent, a message may be stored: what makes it visible and
@@ -127,7 +144,7 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 		}
 		intents = append(intents, intent.ID)
 		var docIDs []string
-		pending, docIDs, err = in.write(ctx, pending)
+		pending, docIDs, err = in.write(ctx, pending, bulk)
 		touched = append(touched, docIDs...)
 		if err == nil {
 			err = in.outbox.Fault("store")
@@ -146,7 +163,12 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 	}
 	finish, cancel := detached()
 	defer cancel()
-	indexed, err := in.finishSend(finish, storedMessages(stored), mentionsOf(stored), dedupe(touched), sendChanges(stored))
+	msgs := storedMessages(stored)
+	announced := msgs
+	if bulk {
+		announced = newestPerConversation(msgs)
+	}
+	indexed, err := in.finishSend(finish, msgs, announced, mentionsOf(stored), dedupe(touched), sendChanges(stored))
 	if err != nil {
 		return err
 	}
@@ -162,9 +184,11 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement) er
 // finishSend makes stored messages visible, indexes and announces them: the steps after the
 // chunk writes, which the writer runs and, when the writer could not, the relay. Each step may
 // run twice: chunks are invalidated again, the index takes a Put again, seqs are raised with
-// $max, and the log keeps one event per message. indexed is false when the search index did
-// not take changes: the other steps go on, and the caller leaves the intent to the relay.
-func (in *Ingester) finishSend(ctx context.Context, msgs []imsync.StoredMessage, mentions mentionsByConv, docIDs []string, changes []search.Change) (indexed bool, err error) {
+// $max, and the log keeps one event per message. announced are the messages whose events are
+// logged: msgs, or for an import each conversation's newest (its event's counters cover the
+// others). indexed is false when the search index did not take changes: the other steps go
+// on, and the caller leaves the intent to the relay.
+func (in *Ingester) finishSend(ctx context.Context, msgs, announced []imsync.StoredMessage, mentions mentionsByConv, docIDs []string, changes []search.Change) (indexed bool, err error) {
 	// The mention index learns of the messages before anyone can see them: before their
 	// chunks' new version and their max seq, so that a count read with either includes them.
 	if err := mentions.record(ctx, in.mentions); err != nil {
@@ -191,7 +215,7 @@ func (in *Ingester) finishSend(ctx context.Context, msgs []imsync.StoredMessage,
 		return false, err
 	}
 	// Devices learn of the messages only now, when a read finds them.
-	if err := in.events.AnnounceMessages(ctx, msgs); err != nil {
+	if err := in.events.AnnounceMessages(ctx, announced); err != nil {
 		return false, err
 	}
 	return indexed, in.outbox.Fault("announce")
@@ -205,8 +229,20 @@ const finishTimeout = 30 * time.Second
 // seq found unowned (a store of an earlier version) is tried the same way: the write finds the
 // slot taken unless it holds this sender's message (im.SameMessage), and the placement then
 // gets a new seq and a claim of its own.
-func (in *Ingester) findRetries(ctx context.Context, stored []*placement) error {
+//
+// With probe (an import), the batch's first and last keys are looked up first, and the others
+// only when one of them is known: an import stores its batches whole (their claims are one
+// insert), so a batch that an earlier run stored shows it in those keys. A message known
+// after all is refused its claim (allocate) and keeps its seq; the seq allocated for it stays
+// unused (a MISSING placeholder), which only a batch stored in part can cost.
+func (in *Ingester) findRetries(ctx context.Context, stored []*placement, probe bool) error {
 	first, keys := batchCopies(stored)
+	if probe && len(keys) > 2 && !in.store.HasSenderlessClientMsgIDs() {
+		known, err := in.store.FindClientMsgSeqs(ctx, []chunkstore.ClientMsgKey{keys[0], keys[len(keys)-1]})
+		if err != nil || len(known) == 0 {
+			return err
+		}
+	}
 	seqs, err := in.store.FindClientMsgSeqs(ctx, keys)
 	if err != nil {
 		return err
@@ -218,17 +254,23 @@ func (in *Ingester) findRetries(ctx context.Context, stored []*placement) error 
 	return nil
 }
 
-// allocate gives every pending placement without a seq a new one, a block per conversation,
-// in input order, and claims the client message IDs. In later rounds, when pending placements
+// allocate gives every pending placement without a seq a new one, a block per conversation
+// (all conversations in one AllocateMany), in input order, and claims the client message IDs. In later rounds, when pending placements
 // lost their seqs to other messages, a claim of their own follows them to the new seq; a
 // placement whose seq was found unowned has none yet and claims one.
 func (in *Ingester) allocate(ctx context.Context, pending []*placement) error {
 	claims := map[chunkstore.ClientMsgKey]int64{}
-	for _, b := range needingSeqs(pending) {
-		first, err := in.ledger.Allocate(ctx, b.conv, int64(len(b.ps)))
-		if err != nil {
-			return err
-		}
+	need := needingSeqs(pending)
+	reqs := make([]cache.AllocRequest, len(need))
+	for i, b := range need {
+		reqs[i] = cache.AllocRequest{ConversationID: b.conv, N: int64(len(b.ps))}
+	}
+	firsts, err := in.ledger.AllocateMany(ctx, reqs)
+	if err != nil {
+		return err
+	}
+	for bi, b := range need {
+		first := firsts[bi]
 		for i, p := range b.ps {
 			p.msg.Seq = first + int64(i)
 			if !p.dedup {
@@ -261,13 +303,40 @@ func (in *Ingester) allocate(ctx context.Context, pending []*placement) error {
 	return nil
 }
 
-// write writes the pending placements, one WriteMessages call per conversation, and returns
-// those whose seq turned out to be taken (their seq reset to 0) and the chunks it touched.
-func (in *Ingester) write(ctx context.Context, pending []*placement) ([]*placement, []string, error) {
+// write writes the pending placements, one WriteMessages call per conversation (with bulk,
+// the new messages of all conversations in one WriteMessagesBulk call), and returns those
+// whose seq turned out to be taken (their seq reset to 0) and the chunks it touched.
+func (in *Ingester) write(ctx context.Context, pending []*placement, bulk bool) ([]*placement, []string, error) {
 	var again []*placement
 	var touched []string
+	// settled takes the outcomes of a write of ps.
+	settled := func(ps []*placement, outcomes []chunkstore.SlotOutcome) {
+		for i, o := range outcomes {
+			if o == chunkstore.Taken {
+				// Another message holds the seq, so this one is stored nowhere yet: it gets a
+				// new seq as a new message, not as a retry.
+				ps[i].msg.Seq, ps[i].retry = 0, false
+				again = append(again, ps[i])
+			}
+		}
+	}
+	messagesOf := func(conv string, ps []*placement) []*im.Message {
+		msgs := make([]*im.Message, len(ps))
+		for i, p := range ps {
+			msgs[i] = p.msg
+			touched = append(touched, im.DocID(conv, p.msg.Seq))
+		}
+		return msgs
+	}
+	var bulkParts [][]*placement
+	var bulkWrites []chunkstore.ConversationMessages
 	for _, b := range byConversation(pending) {
 		fresh, retries := splitRetries(b.ps)
+		if bulk && len(fresh) > 0 {
+			bulkParts = append(bulkParts, fresh)
+			bulkWrites = append(bulkWrites, chunkstore.ConversationMessages{ConversationID: b.conv, Messages: messagesOf(b.conv, fresh)})
+			fresh = nil
+		}
 		for _, part := range []struct {
 			ps    []*placement
 			write func(context.Context, string, []*im.Message) ([]chunkstore.SlotOutcome, error)
@@ -275,23 +344,20 @@ func (in *Ingester) write(ctx context.Context, pending []*placement) ([]*placeme
 			if len(part.ps) == 0 {
 				continue
 			}
-			msgs := make([]*im.Message, len(part.ps))
-			for i, p := range part.ps {
-				msgs[i] = p.msg
-				touched = append(touched, im.DocID(b.conv, p.msg.Seq))
-			}
-			outcomes, err := part.write(ctx, b.conv, msgs)
+			outcomes, err := part.write(ctx, b.conv, messagesOf(b.conv, part.ps))
 			if err != nil {
 				return nil, touched, err
 			}
-			for i, o := range outcomes {
-				if o == chunkstore.Taken {
-					// Another message holds the seq, so this one is stored nowhere yet: it gets a
-					// new seq as a new message, not as a retry.
-					part.ps[i].msg.Seq, part.ps[i].retry = 0, false
-					again = append(again, part.ps[i])
-				}
-			}
+			settled(part.ps, outcomes)
+		}
+	}
+	if len(bulkWrites) > 0 {
+		outcomes, err := in.store.WriteMessagesBulk(ctx, bulkWrites)
+		if err != nil {
+			return nil, touched, err
+		}
+		for i, ps := range bulkParts {
+			settled(ps, outcomes[i])
 		}
 	}
 	return again, touched, nil

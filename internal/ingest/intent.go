@@ -126,7 +126,8 @@ func (in *Ingester) finishSendIntent(ctx context.Context, chunks history.ChunkSo
 		}
 	}
 	if len(stored) > 0 {
-		indexed, err := in.finishSend(ctx, sortStored(stored), mentions, dedupe(docIDs), changes)
+		stored = sortStored(stored)
+		indexed, err := in.finishSend(ctx, stored, stored, mentions, dedupe(docIDs), changes)
 		if err != nil {
 			return imsync.IntentPending, err
 		}

@@ -208,6 +208,18 @@ func sortStored(out []imsync.StoredMessage) []imsync.StoredMessage {
 	return out
 }
 
+// newestPerConversation keeps each conversation's last message of msgs (sorted as sortStored
+// sorts them): the newest, whose counters cover the others.
+func newestPerConversation(msgs []imsync.StoredMessage) []imsync.StoredMessage {
+	var out []imsync.StoredMessage
+	for i, m := range msgs {
+		if i+1 == len(msgs) || msgs[i+1].ConversationID != m.ConversationID {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // listEntries puts single chats on both members' conversation lists and notification
 // conversations on their owner's, once per conversation. Groups' lists are kept by their member
 // list (see imsync.Ledger.SetGroup), so a send to a group writes no per-member entry.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"log/slog"
+	gosync "sync"
 	"time"
 
 	"github.com/graph-gophers/dataloader/v7"
@@ -93,42 +95,105 @@ const allocWait = 12 * time.Second
 // allocator resumes right after the highest stored seq, so no gap opens; a seq handed out
 // before the loss and used after it is caught by the chunk store's conditional slot write.
 func (l *Ledger) Allocate(ctx context.Context, conversationID string, n int64) (int64, error) {
-	if n <= 0 {
-		return 0, im.Errorf(im.EINTERNAL, "allocate %d seqs", n)
+	firsts, err := l.AllocateMany(ctx, []cache.AllocRequest{{ConversationID: conversationID, N: n}})
+	if err != nil {
+		return 0, err
+	}
+	return firsts[0], nil
+}
+
+// maxBlockRefills bounds the blocks AllocateMany reserves in MongoDB side by side.
+const maxBlockRefills = 8
+
+// maxAllocAsks bounds the conversations AllocateMany asks Redis for in one round trip: each
+// one whose block ran out takes its refill lock then, and all of them must be refilled well
+// within the lock's life (cache.Options.AllocLockTTL).
+const maxAllocAsks = 64
+
+// AllocateMany is Allocate for many conversations (each once) at once: one Redis round trip
+// for up to maxAllocAsks of them while their blocks last, and the blocks that ran out refilled
+// side by side. It returns the first seq of each, aligned with reqs. It waits for other
+// instances' refills for at most allocWait at a time.
+func (l *Ledger) AllocateMany(ctx context.Context, reqs []cache.AllocRequest) ([]int64, error) {
+	for _, r := range reqs {
+		if r.N <= 0 {
+			return nil, im.Errorf(im.EINTERNAL, "allocate %d seqs", r.N)
+		}
+	}
+	firsts := make([]int64, len(reqs))
+	pending := make([]int, len(reqs)) // indexes into reqs still without seqs
+	for i := range pending {
+		pending[i] = i
 	}
 	deadline := time.Now().Add(allocWait)
 	backoff := time.Millisecond
-	for {
+	for len(pending) > 0 {
 		if time.Now().After(deadline) {
-			return 0, im.Errorf(im.EUNAVAILABLE, "seq allocator for %s is busy; retry", conversationID)
+			return nil, im.Errorf(im.EUNAVAILABLE, "seq allocator for %s is busy; retry", reqs[pending[0]].ConversationID)
 		}
-		state, first, err := l.cache.AllocSeqs(ctx, conversationID, n, l.token)
+		asked, later := pending[:min(len(pending), maxAllocAsks)], pending[min(len(pending), maxAllocAsks):]
+		ask := make([]cache.AllocRequest, len(asked))
+		for j, i := range asked {
+			ask[j] = reqs[i]
+		}
+		answers, err := l.cache.AllocSeqsMany(ctx, ask, l.token)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		switch state {
-		case cache.Allocated:
-			return first, nil
-		case cache.NeedInit, cache.NeedBlock:
-			doc, err := l.store.ReserveSeqBlock(ctx, conversationID, l.opts.BlockSize+n)
-			if err != nil {
-				return 0, err
+		var refill, busy []int
+		for j, a := range answers {
+			switch a.State {
+			case cache.Allocated:
+				firsts[asked[j]] = a.First
+			case cache.NeedInit, cache.NeedBlock:
+				refill = append(refill, asked[j])
+			default:
+				busy = append(busy, asked[j])
 			}
-			if _, err := l.cache.SetAllocBlock(ctx, conversationID, l.token, doc.MaxSeq, doc.ReservedSeq); err != nil {
-				return 0, err
-			}
+		}
+		if err := l.refillBlocks(ctx, reqs, refill); err != nil {
+			return nil, err
+		}
+		pending = append(append(append([]int(nil), later...), refill...), busy...)
+		if len(busy) < len(asked) {
+			deadline = time.Now().Add(allocWait) // progress: the wait starts again
+		}
+		if len(busy) < len(asked) || len(later) > 0 {
 			continue
-		case cache.Busy:
 		}
 		select {
 		case <-ctx.Done():
-			return 0, im.Unavailable("seq allocator", ctx.Err())
+			return nil, im.Unavailable("seq allocator", ctx.Err())
 		case <-time.After(backoff):
 		}
 		if backoff < 50*time.Millisecond {
 			backoff *= 2
 		}
 	}
+	return firsts, nil
+}
+
+// refillBlocks reserves a block in MongoDB for each of reqs[which], whose refill locks this
+// caller holds, and installs it, maxBlockRefills at a time.
+func (l *Ledger) refillBlocks(ctx context.Context, reqs []cache.AllocRequest, which []int) error {
+	sem := make(chan struct{}, maxBlockRefills)
+	errs := make([]error, len(which))
+	var wg gosync.WaitGroup
+	for j, i := range which {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r := reqs[i]
+			doc, err := l.store.ReserveSeqBlock(ctx, r.ConversationID, l.opts.BlockSize+r.N)
+			if err == nil {
+				_, err = l.cache.SetAllocBlock(ctx, r.ConversationID, l.token, doc.MaxSeq, doc.ReservedSeq)
+			}
+			errs[j] = err
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // States returns userID's state in each conversation (aligned with conversationIDs): one
