@@ -489,6 +489,12 @@ func coldPages(ctx context.Context, client *http.Client, g *gateway.Gateway, t t
 		docIDs = append(docIDs, im.DocID(longConversation(), s))
 	}
 	docIDs = append(docIDs, im.DocID(longConversation(), longLength))
+	return timeCold(ctx, client, g, t, docIDs, n)
+}
+
+// timeCold times n requests one at a time, each after docIDs were invalidated as a write
+// invalidates them.
+func timeCold(ctx context.Context, client *http.Client, g *gateway.Gateway, t target, docIDs []string, n int) (result, error) {
 	var r result
 	var body bytes.Buffer
 	for range n {

@@ -265,20 +265,5 @@ func coldSeqAtTime(ctx context.Context, client *http.Client, g *gateway.Gateway,
 	for s := int64(1); s <= int64(length); s += im.ChunkSize {
 		docIDs = append(docIDs, im.DocID(timeConversation(), s))
 	}
-	var r result
-	var body bytes.Buffer
-	for range n {
-		if err := g.Cache.InvalidateChunks(ctx, docIDs); err != nil {
-			return result{}, err
-		}
-		began := time.Now()
-		if err := roundTrip(ctx, client, t, &body); err != nil {
-			return result{}, err
-		}
-		d := time.Since(began)
-		r.elapsed += d
-		r.requests++
-		r.latencies = append(r.latencies, d)
-	}
-	return r.merge(result{}), nil
+	return timeCold(ctx, client, g, t, docIDs, n)
 }
