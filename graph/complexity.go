@@ -12,6 +12,7 @@ import (
 
 	"github.com/msggate/msggate/graph/model"
 	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/search/finder"
 )
 
 // Query complexity counts the objects a query can make msggate resolve: every object field
@@ -48,6 +49,10 @@ func priceLists(c *ComplexityRoot) {
 	}
 	c.Viewer.Conversations = func(child int, first *int, _ *string) int {
 		return pageCost(orDefault(first, defaultConversationPage), child)
+	}
+	// A page of hits, each loaded as a message by seq is.
+	c.Query.Search = func(child int, _ string, _, _ *string, _ []int, _, _ *int64, first *int, _ *string) int {
+		return pageCost(orDefault(first, finder.DefaultFirst), child)
 	}
 	c.Query.SyncState = func(child int, first *int, _ *string) int {
 		return pageCost(orDefault(first, im.MaxSyncConversations), child)
