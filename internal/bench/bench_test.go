@@ -17,8 +17,8 @@ func TestBenchRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out.String())
 	}
-	if len(r.Rows) != 24 {
-		t.Fatalf("%d rows, want 24 (11 scenarios, 3 of them in OpenIM mode, × gateway and baseline, the cold page and cold seqAtTime)\n%s", len(r.Rows), out.String())
+	if len(r.Rows) != 26 {
+		t.Fatalf("%d rows, want 26 (12 scenarios, 3 of them in OpenIM mode and one traced against untraced, × two handlers, the cold page and cold seqAtTime)\n%s", len(r.Rows), out.String())
 	}
 	for _, row := range r.Rows {
 		if row.Requests == 0 || row.Errors != 0 || row.P50 <= 0 || row.P99 < row.P50 {
@@ -28,7 +28,7 @@ func TestBenchRun(t *testing.T) {
 	if r.BigListRatio <= 0 || !strings.Contains(out.String(), "the list page of 30 conversations / of 20") {
 		t.Errorf("the list page of 30 conversations against 20's: %v\n%s", r.BigListRatio, out.String())
 	}
-	if len(r.Ratios) != 11 {
+	if len(r.Ratios) != 12 {
 		t.Errorf("ratios: %v, want one per warm scenario", r.Ratios)
 	}
 	for name, ratio := range r.Ratios {
