@@ -46,10 +46,21 @@ func found(t *testing.T, g *gatewaytest.Gateway, token string, vars map[string]a
 // onEachSearchEngine runs a search test against a gateway on each engine: the embedded Bleve
 // index and a PostgreSQL server the test starts (as it starts redis-server).
 func onEachSearchEngine(t *testing.T, test func(*testing.T, *gatewaytest.Gateway)) {
-	t.Run("bleve", func(t *testing.T) { test(t, gatewaytest.Start(t)) })
+	onEachSearchEngineWith(t, nil, test)
+}
+
+// onEachSearchEngineWith is onEachSearchEngine with the gateways' configuration changed by
+// tune (nil: as is) before the engine is set.
+func onEachSearchEngineWith(t *testing.T, tune func(*gateway.Config), test func(*testing.T, *gatewaytest.Gateway)) {
+	t.Run("bleve", func(t *testing.T) { test(t, gatewaytest.StartWith(t, tune)) })
 	t.Run("postgres", func(t *testing.T) {
 		url := testenv.Postgres(t).URL()
-		test(t, gatewaytest.StartWith(t, func(c *gateway.Config) { c.SearchPostgres = url }))
+		test(t, gatewaytest.StartWith(t, func(c *gateway.Config) {
+			if tune != nil {
+				tune(c)
+			}
+			c.SearchPostgres = url
+		}))
 	})
 }
 
