@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
@@ -26,6 +27,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 
 	msearch "github.com/msggate/msggate/internal/search"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Options configures an Index. The zero value is usable.
@@ -61,12 +63,23 @@ const (
 	fSource = "src"
 )
 
+// lockWait is how long Open waits for another holder of the index to let go.
+const lockWait = 3 * time.Second
+
+// ErrInUse is returned by Open when another process or gateway holds the index.
+var ErrInUse = errors.New("search index in use")
+
 // Open opens the index in dir, creating it when dir holds none.
 func Open(dir string, opts Options) (*Index, error) {
 	if opts.CountLimit <= 0 {
 		opts.CountLimit = msearch.CountLimit
 	}
-	idx, err := bleve.Open(dir)
+	// An index belongs to one process: a second opener waits on its lock file, so the wait is
+	// bounded and said, not a start that hangs.
+	idx, err := bleve.OpenUsing(dir, map[string]any{"bolt_timeout": lockWait.String()})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("bleveindex: %s is in use by another gateway or command (an embedded index serves one gateway; several share -search-postgres): %w", dir, ErrInUse)
+	}
 	created := false
 	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
 		idx, err = bleve.New(dir, indexMapping())

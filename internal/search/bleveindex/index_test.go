@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/msggate/msggate/internal/search"
 	"github.com/msggate/msggate/internal/search/searchtest"
@@ -61,5 +62,24 @@ func TestReopenKeepsIndex(t *testing.T) {
 	}
 	if !strings.Contains(r.Hits[0].Highlight, "<mark>") {
 		t.Errorf("highlight %q marks nothing", r.Hits[0].Highlight)
+	}
+}
+
+// Ensure a second opener of an index in use is told so within a few seconds, instead of
+// waiting on the index's lock for ever (a second gateway on the same data directory hung).
+func TestOpenWhileInUse(t *testing.T) {
+	dir := t.TempDir() + "/index"
+	x, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	began := time.Now()
+	_, err = Open(dir, Options{})
+	if !errors.Is(err, ErrInUse) {
+		t.Fatalf("a second Open of an index in use: %v, want ErrInUse", err)
+	}
+	if waited := time.Since(began); waited > 2*lockWait {
+		t.Errorf("the second Open took %v", waited)
 	}
 }
