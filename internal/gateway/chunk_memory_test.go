@@ -32,7 +32,6 @@ func TestChunkMemoryCoherence(t *testing.T) {
 	pair := gatewaytest.StartPair(t, nil)
 	cfg := pair[0].Config
 	cfg.ChunkMemory = -1
-	cfg.DataDir = "" // its own search index: an index belongs to one gateway at a time
 	reference := gatewaytest.New(t, cfg) // reads through every time: what is current
 	reference.Redis = pair[0].Redis
 	alice, bob := pair[0].Token("alice"), pair[0].Token("bob")

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,9 +41,11 @@ type Options struct {
 // Index is a Bleve index of messages. It is safe for concurrent use.
 type Index struct {
 	opts Options
-	// mu serialises Apply: a Hide reads a document and writes it back.
-	mu  sync.Mutex
+	// mu serialises Apply: a Hide reads a document and writes it back. It is the open
+	// index's, shared by every handle on it.
+	mu  *sync.Mutex
 	idx bleve.Index
+	dir string
 	// closed is set once Close ran: the index then answers ErrUnavailable.
 	closeMu sync.RWMutex
 	closed  bool
@@ -69,26 +72,56 @@ const lockWait = 3 * time.Second
 // ErrInUse is returned by Open when another process or gateway holds the index.
 var ErrInUse = errors.New("search index in use")
 
-// Open opens the index in dir, creating it when dir holds none.
+// Open opens the index in dir, creating it when dir holds none. Opens of one directory within
+// a process share one index (it is the same index); another process that holds it makes Open
+// fail with ErrInUse.
 func Open(dir string, opts Options) (*Index, error) {
 	if opts.CountLimit <= 0 {
 		opts.CountLimit = msearch.CountLimit
 	}
-	// An index belongs to one process: a second opener waits on its lock file, so the wait is
-	// bounded and said, not a start that hangs.
-	idx, err := bleve.OpenUsing(dir, map[string]any{"bolt_timeout": lockWait.String()})
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("bleveindex: open %s: %w", dir, err)
+	}
+	opened.Lock()
+	defer opened.Unlock()
+	if sh := opened.byDir[abs]; sh != nil {
+		sh.refs++
+		return &Index{opts: opts, idx: sh.idx, mu: sh.mu, dir: abs}, nil
+	}
+	// Another process's lock is waited for a bounded time, and said, rather than a start
+	// that hangs.
+	idx, err := bleve.OpenUsing(abs, map[string]any{"bolt_timeout": lockWait.String()})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("bleveindex: %s is in use by another gateway or command (an embedded index serves one gateway; several share -search-postgres): %w", dir, ErrInUse)
+		return nil, fmt.Errorf("bleveindex: %s is in use by another process (an embedded index serves one gateway; several share -search-postgres): %w", dir, ErrInUse)
 	}
 	created := false
 	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
-		idx, err = bleve.New(dir, indexMapping())
+		idx, err = bleve.New(abs, indexMapping())
 		created = true
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bleveindex: open %s: %w", dir, err)
 	}
-	return &Index{opts: opts, idx: idx, created: created}, nil
+	sh := &sharedIndex{idx: idx, mu: new(sync.Mutex), refs: 1}
+	if opened.byDir == nil {
+		opened.byDir = map[string]*sharedIndex{}
+	}
+	opened.byDir[abs] = sh
+	return &Index{opts: opts, idx: idx, mu: sh.mu, dir: abs, created: created}, nil
+}
+
+// opened holds the indexes open in this process, by directory: Bleve's lock file admits one
+// opener, and a second gateway of the same process on the same data directory shares it.
+var opened struct {
+	sync.Mutex
+	byDir map[string]*sharedIndex
+}
+
+type sharedIndex struct {
+	idx  bleve.Index
+	mu   *sync.Mutex
+	refs int
 }
 
 // Created reports whether Open made a new, empty index rather than open one.
@@ -447,5 +480,15 @@ func (x *Index) Close() error {
 		return nil
 	}
 	x.closed = true
+	opened.Lock()
+	defer opened.Unlock()
+	sh := opened.byDir[x.dir]
+	if sh == nil || sh.idx != x.idx {
+		return nil
+	}
+	if sh.refs--; sh.refs > 0 {
+		return nil
+	}
+	delete(opened.byDir, x.dir)
 	return x.idx.Close()
 }

@@ -1,7 +1,13 @@
 package bleveindex
 
 import (
+	"bufio"
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -65,21 +71,60 @@ func TestReopenKeepsIndex(t *testing.T) {
 	}
 }
 
-// Ensure a second opener of an index in use is told so within a few seconds, instead of
-// waiting on the index's lock for ever (a second gateway on the same data directory hung).
+// Ensure a second process opening an index in use is told so within a few seconds, instead of
+// waiting on the index's lock for ever, and that two opens within one process share the index.
 func TestOpenWhileInUse(t *testing.T) {
+	if dir := os.Getenv("BLEVEINDEX_HOLD"); dir != "" {
+		x, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println("held")
+		_, _ = io.ReadAll(os.Stdin) // until the parent lets go
+		_ = x.Close()
+		return
+	}
 	dir := t.TempDir() + "/index"
-	x, err := Open(dir, Options{})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOpenWhileInUse$")
+	cmd.Env = append(os.Environ(), "BLEVEINDEX_HOLD="+dir)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if line != "held\n" {
+		t.Fatalf("the holding process said %q", line)
+	}
+	began := time.Now()
+	_, err := Open(dir, Options{})
+	if !errors.Is(err, ErrInUse) {
+		t.Errorf("Open of an index another process holds: %v, want ErrInUse", err)
+	}
+	if waited := time.Since(began); waited > 2*lockWait {
+		t.Errorf("the refused Open took %v", waited)
+	}
+	_ = stdin.Close()
+	_ = cmd.Wait()
+
+	// Within one process: both handles are the same index, and one Close leaves the other open.
+	a, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer x.Close()
-	began := time.Now()
-	_, err = Open(dir, Options{})
-	if !errors.Is(err, ErrInUse) {
-		t.Fatalf("a second Open of an index in use: %v, want ErrInUse", err)
+	b, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("a second Open in the same process: %v", err)
 	}
-	if waited := time.Since(began); waited > 2*lockWait {
-		t.Errorf("the second Open took %v", waited)
+	ctx := context.Background()
+	doc := search.Doc{Key: search.Key{ConversationID: "si_a_b", Seq: 1}, SenderID: "a", ContentType: 101, SendTime: 1, Text: "shared kiwi"}
+	if err := a.Apply(ctx, []search.Change{{Put: &doc}}); err != nil {
+		t.Fatal(err)
 	}
+	_ = a.Close()
+	res, err := b.Search(ctx, search.Request{Viewer: "b", Text: "kiwi", Scopes: []search.Scope{{ConversationID: "si_a_b"}}, First: 10})
+	if err != nil || len(res.Hits) != 1 {
+		t.Errorf("the second handle after the first closed: %+v, %v; want the one hit", res, err)
+	}
+	_ = b.Close()
 }
