@@ -70,15 +70,7 @@ func checkImported(t *testing.T, g *gatewaytest.Gateway, conversations, n int) {
 func TestImportManyConversationsPerBatch(t *testing.T) {
 	g := gatewaytest.Start(t)
 	const conversations, per = 500, 2
-	path := filepath.Join(t.TempDir(), "by-time.jsonl")
-	var b bytes.Buffer
-	if err := bench.WriteImportFile(&b, bench.ImportFileOptions{Messages: conversations * per, Conversations: conversations}); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, _ := runCommand(t, cli.Import, append(g.StoreFlags(), path)...)
+	out, path := importGenerated(t, g, conversations, per)
 	if want := "1000 lines: 1000 stored, 0 already there"; !strings.Contains(out, want) {
 		t.Fatalf("summary %q, want %q", out, want)
 	}
@@ -182,15 +174,7 @@ func TestImportResumesWithoutDuplicates(t *testing.T) {
 func TestImportedHistoryIsServedByTheGateway(t *testing.T) {
 	g := gatewaytest.Start(t)
 	const conversations, per = 300, 10
-	path := filepath.Join(t.TempDir(), "by-time.jsonl")
-	var b bytes.Buffer
-	if err := bench.WriteImportFile(&b, bench.ImportFileOptions{Messages: conversations * per, Conversations: conversations}); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, _ := runCommand(t, cli.Import, append(g.StoreFlags(), path)...)
+	out, _ := importGenerated(t, g, conversations, per)
 	if want := "3000 lines: 3000 stored, 0 already there"; !strings.Contains(out, want) {
 		t.Fatalf("summary %q, want %q", out, want)
 	}
@@ -231,4 +215,21 @@ func TestImportedHistoryIsServedByTheGateway(t *testing.T) {
 	if len(v.Viewer.Conversations.Nodes) != 1 || v.Viewer.TotalUnread != 1 {
 		t.Errorf("imp000001's list: %+v, want its one conversation with 1 unread", v.Viewer)
 	}
+}
+
+// importGenerated imports the bench's file of conversations*per messages in time order (message
+// i in conversation i mod conversations) into g's store, and returns the command's output and
+// the file's path.
+func importGenerated(t *testing.T, g *gatewaytest.Gateway, conversations, per int) (out, path string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "by-time.jsonl")
+	var b bytes.Buffer
+	if err := bench.WriteImportFile(&b, bench.ImportFileOptions{Messages: conversations * per, Conversations: conversations}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = runCommand(t, cli.Import, append(g.StoreFlags(), path)...)
+	return out, path
 }
