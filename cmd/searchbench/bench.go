@@ -27,6 +27,11 @@ type options struct {
 	hold          bool
 	// pgSharedBuffers is the PostgreSQL server's shared_buffers.
 	pgSharedBuffers string
+	// pgURL is a database to use instead of a server of the bench's own; pgReuse says its
+	// table already holds this corpus (same -messages, -conversations, -seed), so the bench
+	// generates the messages (for the viewer and the words) without indexing them again.
+	pgURL   string
+	pgReuse bool
 }
 
 func bench(ctx context.Context, o options, out io.Writer) error {
@@ -39,16 +44,23 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	c := newCorpus(o.seed, o.conversations)
 	fmt.Fprintf(out, "searchbench: engine %s, %d messages over %d conversations (seed %d), %d CPUs, batches of %d, %d writers\n",
 		o.engine, o.messages, o.conversations, o.seed, runtime.NumCPU(), o.batch, o.writers)
-	took, err := index(ctx, e, c, o, out)
-	if err != nil {
-		return err
+	if o.pgReuse {
+		for range o.messages {
+			c.next()
+		}
+		fmt.Fprintf(out, "reusing the index at %s: not indexed again\n", e.where)
+	} else {
+		took, err := index(ctx, e, c, o, out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "indexed %d messages in %s: %.0f messages/s\n", o.messages, took.Round(time.Millisecond), float64(o.messages)/took.Seconds())
+		start := time.Now()
+		if err := e.settle(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "settled (pg: VACUUM ANALYZE; bleve: nothing) in %s\n", time.Since(start).Round(time.Millisecond))
 	}
-	fmt.Fprintf(out, "indexed %d messages in %s: %.0f messages/s\n", o.messages, took.Round(time.Millisecond), float64(o.messages)/took.Seconds())
-	start := time.Now()
-	if err := e.settle(ctx); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "settled (pg: VACUUM ANALYZE; bleve: nothing) in %s\n", time.Since(start).Round(time.Millisecond))
 	if size, err := e.size(); err != nil {
 		return err
 	} else {

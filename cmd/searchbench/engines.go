@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,39 +32,49 @@ type engine struct {
 func openEngine(ctx context.Context, o options) (*engine, error) {
 	switch o.engine {
 	case "pg":
-		return openPostgres(ctx, o.pgSharedBuffers)
+		return openPostgres(ctx, o.pgURL, o.pgSharedBuffers)
 	case "bleve":
 		return openBleve(o.dir)
 	}
 	return nil, fmt.Errorf("unknown -engine %q: want pg or bleve", o.engine)
 }
 
-func openPostgres(ctx context.Context, sharedBuffers string) (*engine, error) {
-	srv, err := testenv.StartPostgresServer("shared_buffers=" + sharedBuffers)
-	if err != nil {
-		return nil, err
+// openPostgres opens the engine on the database at url, or on a server of its own when url is
+// empty.
+func openPostgres(ctx context.Context, url, sharedBuffers string) (*engine, error) {
+	stop := func() {}
+	var query func(sql string) (string, error)
+	if url == "" {
+		srv, err := testenv.StartPostgresServer("shared_buffers=" + sharedBuffers)
+		if err != nil {
+			return nil, err
+		}
+		const db = "search"
+		if err := srv.CreateDatabase(db); err != nil {
+			srv.Close()
+			return nil, err
+		}
+		url, stop = srv.URL(db), srv.Close
+		query = func(sql string) (string, error) { return srv.Query(db, sql) }
+	} else {
+		query = func(sql string) (string, error) { return psql(ctx, url, sql) }
 	}
-	const db = "search"
-	if err := srv.CreateDatabase(db); err != nil {
-		srv.Close()
-		return nil, err
-	}
-	x, err := pgindex.Open(ctx, srv.URL(db), pgindex.Options{})
+	x, err := pgindex.Open(ctx, url, pgindex.Options{})
 	if err != nil {
-		srv.Close()
+		stop()
 		return nil, err
 	}
 	const table = "msggate_search_messages"
 	return &engine{
 		Engine: x,
-		where:  srv.URL(db),
+		where:  url,
 		settle: func(context.Context) error {
-			_, err := srv.Query(db, "VACUUM ANALYZE "+table)
+			_, err := query("VACUUM ANALYZE " + table)
 			return err
 		},
 		size: func() (string, error) {
-			out, err := srv.Query(db, `SELECT pg_relation_size('`+table+`'), pg_total_relation_size('`+table+`'),
-				pg_relation_size('`+table+`_pkey'), pg_relation_size('`+table+`_tsv'), pg_relation_size('`+table+`_trgm')`)
+			out, err := query(`SELECT pg_relation_size('` + table + `'), pg_total_relation_size('` + table + `'),
+				pg_relation_size('` + table + `_pkey'), pg_relation_size('` + table + `_tsv'), pg_relation_size('` + table + `_trgm')`)
 			if err != nil {
 				return "", err
 			}
@@ -81,9 +92,18 @@ func openPostgres(ctx context.Context, sharedBuffers string) (*engine, error) {
 		},
 		close: func() {
 			_ = x.Close()
-			srv.Close()
+			stop()
 		},
 	}, nil
+}
+
+// psql runs one statement on the database at url and returns its unaligned output.
+func psql(ctx context.Context, url, sql string) (string, error) {
+	out, err := exec.CommandContext(ctx, "psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("psql %q: %w: %s", sql, err, strings.TrimSpace(string(out)))
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 func openBleve(dir string) (*engine, error) {

@@ -36,10 +36,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.writers, "writers", 2, "concurrent Apply calls while indexing")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated messages")
 	fs.StringVar(&o.pgSharedBuffers, "pg-shared-buffers", "1GB", "shared_buffers of the PostgreSQL server (the tests' 64MB would measure the kernel's page cache, not PostgreSQL's)")
+	fs.StringVar(&o.pgURL, "pg-url", "", "with -engine pg: a database to use (its search table is created if missing) instead of a server of the bench's own; psql must be on PATH")
+	fs.BoolVar(&o.pgReuse, "pg-reuse", false, "with -pg-url: the table already holds this corpus (same -messages, -conversations, -seed, e.g. from a run with -hold): time the queries without indexing")
 	fs.BoolVar(&o.hold, "hold", false, "after the queries, keep the engine (and its PostgreSQL server) until interrupted, to look at it")
 	fs.StringVar(&o.dir, "dir", "", "scratch directory for the bleve index (default: a new temporary one, removed after)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if o.pgReuse && (o.engine != "pg" || o.pgURL == "") {
+		return fmt.Errorf("-pg-reuse needs -engine pg and -pg-url")
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
