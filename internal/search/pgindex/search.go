@@ -5,14 +5,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/msggate/msggate/internal/search"
 )
 
-// Search answers one request with two statements in one round trip: the page (First + 1
-// rows, to know whether more follow) and the count, capped by counting a subquery limited to
-// CountLimit + 1 rows, so a common word costs at most that many rows to count.
+// Search answers one request with one statement, so the matches are found once for the
+// page and the count: the matching keys (conversation, seq, send time; no text) are
+// collected once, counted, and the page (First + 1 of them after the cursor, to know whether
+// more follow) is taken from them newest first; only the page's rows are read again for their
+// text. The count is then exact however far it goes; Result.Count stops at the limit.
 //
 // The viewer's scopes are two arrays unnested into a relation joined on the primary key
 // (conversation_id, seq >= min_seq): the planner either walks each scope's rows and checks
@@ -28,35 +28,49 @@ func (x *Index) Search(ctx context.Context, req search.Request) (search.Result, 
 	q := parseQuery(req.Text)
 	first := max(req.First, 0)
 
-	var pageArgs, countArgs args
-	page := "SELECT m.conversation_id, m.seq, m.send_time, m.text " +
-		x.from(&pageArgs, scopes) + " WHERE " + strings.Join(append(filters(&pageArgs, req, scopes, q), keyset(&pageArgs, req.After)...), " AND ") +
-		" ORDER BY m.send_time DESC, m.conversation_id, m.seq DESC LIMIT " + strconv.Itoa(first+1)
-	count := "SELECT count(*) FROM (SELECT 1 " + x.from(&countArgs, scopes) + " WHERE " +
-		strings.Join(filters(&countArgs, req, scopes, q), " AND ") + " LIMIT " + strconv.Itoa(x.countLimit+1) + ") AS matches"
+	var a args
+	// matches is materialized so that the count and the page read it once, not plan it twice.
+	sql := "WITH matches AS MATERIALIZED (SELECT m.conversation_id, m.seq, m.send_time " +
+		x.from(&a, scopes) + " WHERE " + strings.Join(filters(&a, req, scopes, q), " AND ") + ")" +
+		" SELECT c.n, p.conversation_id, p.seq, p.send_time, t.text" +
+		" FROM (SELECT count(*) AS n FROM matches) AS c" +
+		" LEFT JOIN LATERAL (SELECT * FROM matches m" + where(keyset(&a, req.After)) +
+		" ORDER BY m.send_time DESC, m.conversation_id, m.seq DESC LIMIT " + strconv.Itoa(first+1) + ") AS p ON true" +
+		" LEFT JOIN " + x.table + " t ON t.conversation_id = p.conversation_id AND t.seq = p.seq" +
+		" ORDER BY p.send_time DESC, p.conversation_id, p.seq DESC"
 
 	err := x.do(ctx, "search", func(ctx context.Context) error {
-		b := &pgx.Batch{}
-		b.Queue(page, pageArgs...).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var h search.Hit
-				var text string
-				if err := rows.Scan(&h.ConversationID, &h.Seq, &h.SendTime, &text); err != nil {
-					return err
-				}
-				if len(res.Hits) == first {
-					res.HasMore = true
-					continue
-				}
-				h.Highlight = highlight(text, q)
-				res.Hits = append(res.Hits, h)
+		res.Hits = nil
+		res.HasMore = false
+		rows, err := x.pool.Query(ctx, sql, a...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				conv *string
+				seq  *int64
+				sent *int64
+				text *string
+			)
+			if err := rows.Scan(&res.Count, &conv, &seq, &sent, &text); err != nil {
+				return err
 			}
-			return rows.Err()
-		})
-		b.Queue(count, countArgs...).QueryRow(func(row pgx.Row) error {
-			return row.Scan(&res.Count)
-		})
-		return x.pool.SendBatch(ctx, b).Close()
+			if conv == nil {
+				continue // no page: the count alone
+			}
+			if len(res.Hits) == first {
+				res.HasMore = true
+				continue
+			}
+			h := search.Hit{Key: search.Key{ConversationID: *conv, Seq: *seq}, SendTime: *sent}
+			if text != nil {
+				h.Highlight = highlight(*text, q)
+			}
+			res.Hits = append(res.Hits, h)
+		}
+		return rows.Err()
 	})
 	if err != nil {
 		return search.Result{}, err
@@ -64,6 +78,14 @@ func (x *Index) Search(ctx context.Context, req search.Request) (search.Result, 
 	res.CountIsExact = res.Count <= x.countLimit
 	res.Count = min(res.Count, x.countLimit)
 	return res, nil
+}
+
+// where is a WHERE clause of conds, or nothing when there are none.
+func where(conds []string) string {
+	if len(conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(conds, " AND ")
 }
 
 // args collects a statement's parameters and names each as it is added.
