@@ -1,13 +1,12 @@
 // Package pgindex is the message-search engine for several gateways: PostgreSQL full-text
 // search that every instance shares, as Synapse and Mattermost search their database. Each
-// message is a row; its words are a generated tsvector under a GIN index, and its lower-cased
-// text is under a pg_trgm GIN index for substrings, so that a query in a script written
-// without spaces (Chinese, Japanese, Korean) finds the messages holding it.
+// message is a row; its words, and the bigrams of its CJK text, are a generated tsvector under
+// a GIN index, so that a query in a script written without spaces (Chinese, Japanese, Korean)
+// finds the messages holding it.
 //
 // A query is cut into runs of letters and numbers. A run holding a CJK character must occur
 // as a substring of the message's lower-cased text (LIKE); the index finds its candidates
-// through the CJK bigrams the tsvector also holds, or through the trigram index from three
-// characters on, whichever the planner prefers. Any other run must be one of the message's
+// through the run's first CJK bigram. Any other run must be one of the message's
 // words (the tsvector: exact words in lower case, no stemming and no stop words, so that
 // "the" and "was" find what they say, as in the embedded engine). Every run must match. A
 // query with no runs matches every message the filters keep.

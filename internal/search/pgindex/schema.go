@@ -15,8 +15,8 @@ import (
 // them (docWords), and tsv is generated from it, so the tsvector is always the words of the
 // row's text and only one place (Go) decides what a word is, for documents and queries alike;
 // the text search parser's rules (e-mail addresses, hyphenated words, URLs as one token)
-// would otherwise make a word findable in one engine and not the other. pg_trgm indexes the
-// lower-cased text itself, for substrings (CJK). conversation_id sorts as bytes (COLLATE "C"),
+// would otherwise make a word findable in one engine and not the other. Version 1 also
+// created a pg_trgm index of the lower-cased text, for substrings; version 3 drops it. conversation_id sorts as bytes (COLLATE "C"),
 // as the cursor's Go comparison does.
 var migrations = []string{
 	`CREATE EXTENSION IF NOT EXISTS pg_trgm;
@@ -42,6 +42,12 @@ var migrations = []string{
 	// word's few rows. Ten thousand words make that estimate ten times closer. It applies
 	// from the next ANALYZE (autovacuum's, after enough writes).
 	`ALTER TABLE {{table}} ALTER COLUMN tsv SET STATISTICS 1000;`,
+	// The trigram index served nothing the bigrams in the tsvector do not: every substring a
+	// query holds is CJK, found through its bigrams. Worse, the planner took the two indexes'
+	// conditions for independent and, thinking the pair rare, scanned every match in the
+	// whole table instead of narrowing by the viewer's conversations. It was also the
+	// largest index (29% of the total at a million messages) and the costliest to keep.
+	`DROP INDEX IF EXISTS {{table}}_trgm;`,
 }
 
 // migrate brings the schema to the newest version. Several gateways may open the index at

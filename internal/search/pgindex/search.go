@@ -126,7 +126,7 @@ func filters(a *args, req search.Request, scopes []search.Scope, q query) []stri
 		where = append(where, "m.tsv @@ "+a.add(ts)+"::tsquery")
 	}
 	for _, sub := range q.substrings {
-		// Spelled as the trigram index's expression, so the planner can use it.
+		// What decides a substring; its bigram in the tsquery finds the candidates.
 		where = append(where, "lower(m.text) LIKE "+a.add(likePattern(sub)))
 	}
 	if req.SenderID != "" {
