@@ -130,7 +130,9 @@ func filters(a *args, req search.Request, scopes []search.Scope, q query) []stri
 		where = append(where, "lower(m.text) LIKE "+a.add(likePattern(sub)))
 	}
 	if req.SenderID != "" {
-		where = append(where, "m.sender_id = "+a.add(req.SenderID))
+		// The prefix is what the scope index holds; the whole id decides.
+		s := a.add(req.SenderID)
+		where = append(where, "left(m.sender_id, 64) = left("+s+", 64)", "m.sender_id = "+s)
 	}
 	if len(req.ContentTypes) > 0 {
 		where = append(where, "m.content_type = ANY ("+a.add(req.ContentTypes)+"::integer[])")
