@@ -74,12 +74,13 @@ func openPostgres(ctx context.Context, url, sharedBuffers string) (*engine, erro
 		},
 		size: func() (string, error) {
 			out, err := query(`SELECT pg_relation_size('` + table + `'), pg_total_relation_size('` + table + `'),
-				pg_relation_size('` + table + `_pkey'), pg_relation_size('` + table + `_tsv')`)
+				pg_relation_size('` + table + `_pkey'), pg_relation_size('` + table + `_tsv'),
+				pg_relation_size('` + table + `_scope')`)
 			if err != nil {
 				return "", err
 			}
 			f := strings.Split(out, "|")
-			if len(f) != 4 {
+			if len(f) != 5 {
 				return "", fmt.Errorf("sizes: %q", out)
 			}
 			mb := make([]string, len(f))
@@ -87,8 +88,8 @@ func openPostgres(ctx context.Context, url, sharedBuffers string) (*engine, erro
 				n, _ := strconv.ParseInt(s, 10, 64)
 				mb[i] = fmt.Sprintf("%.0f MB", float64(n)/1e6)
 			}
-			return fmt.Sprintf("%s in all: rows %s, primary key %s, tsvector GIN %s (the rest: TOAST, free space and visibility maps)",
-				mb[1], mb[0], mb[2], mb[3]), nil
+			return fmt.Sprintf("%s in all: rows %s, primary key %s, tsvector GIN %s, scope index %s (the rest: TOAST, free space and visibility maps)",
+				mb[1], mb[0], mb[2], mb[3], mb[4]), nil
 		},
 		close: func() {
 			_ = x.Close()

@@ -8,7 +8,9 @@
 //
 // With -engine pg it starts a PostgreSQL server of its own (internal/testenv, as the tests
 // do: initdb and postgres must be installed; ./scripts/need-postgres installs them); with
-// -engine bleve it builds the embedded index under the scratch directory.
+// -engine bleve it builds the embedded index under the scratch directory. With -engine pg
+// -hold it keeps that server once done; -pg-url URL -pg-reuse then times the queries again on
+// its database without indexing the messages again.
 package main
 
 import (

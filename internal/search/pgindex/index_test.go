@@ -2,6 +2,8 @@ package pgindex_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"sync"
@@ -200,5 +202,30 @@ func TestBadTableName(t *testing.T) {
 	_, err := pgindex.Open(context.Background(), "postgres://127.0.0.1:1/x", pgindex.Options{Table: "x; DROP TABLE y"})
 	if err == nil || errors.Is(err, search.ErrUnavailable) {
 		t.Fatalf("Open with a bad table name: %v, want an error that is not ErrUnavailable", err)
+	}
+}
+
+// A sender id longer than an index entry may be is still indexed and found by its sender: the
+// scope index holds only a prefix of it, so such a message cannot fail its batch at every
+// retry.
+func TestLongSenderID(t *testing.T) {
+	x := open(t, testenv.Postgres(t).URL(), pgindex.Options{})
+	defer x.Close()
+	// Hex of random bytes: PostgreSQL compresses a long index entry, so it must not compress.
+	b := make([]byte, 3000)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	long := hex.EncodeToString(b)
+	d := doc("c1", 1, "hello from far away")
+	d.SenderID = long
+	put(t, x, d, doc("c1", 2, "hello from alice"))
+	r, err := x.Search(context.Background(), search.Request{Viewer: "bob", Text: "hello", SenderID: long,
+		Scopes: []search.Scope{{ConversationID: "c1"}}, First: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Hits) != 1 || r.Hits[0].Seq != 1 || r.Count != 1 {
+		t.Fatalf("search by the long sender: %+v, want message 1 alone", r)
 	}
 }
