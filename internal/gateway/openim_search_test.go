@@ -2,7 +2,10 @@ package gateway_test
 
 import (
 	"context"
+	"flag"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,4 +147,50 @@ func testOpenIMSearch(t *testing.T, w *openIMWithFeed) {
 	w.push.PushNotification(ctx, openimfeedtest.ClearForEveryone("alice", "team", openimtest.ReadGroupChatType, team), headers)
 	eventuallyFound(t, w, "bob after the clears", bob, map[string]any{"q": "meeting"}, key(team, g2))
 	eventuallyFound(t, w, "alice after the clears", alice, map[string]any{"q": "meeting"}, key(team, g2), key(conv, s4), key(conv, s2))
+}
+
+var openIMLatencyMessages = flag.Int("search.openim-latency-messages", 20,
+	"how many messages TestOpenIMSearchLatency times (docs/performance.md's figures: 200)")
+
+// Ensure, and measure, that a message OpenIM acknowledged is searchable at once: messages
+// (-search.openim-latency-messages), each stored as OpenIM stores it and its record produced to Kafka, then searched
+// for until found. The figures (from just before the record is produced, so the produce's
+// own round trip is included) go to the test log for docs/performance.md; the test fails
+// only when a message is not found within 10 s.
+func TestOpenIMSearchLatency(t *testing.T) { onEachOpenIMSearchEngine(t, testOpenIMSearchLatency) }
+
+func testOpenIMSearchLatency(t *testing.T, w *openIMWithFeed) {
+	ctx := context.Background()
+	conv := openimtest.SingleConversationID("alice", "bob")
+	bob := w.IM.Login("bob", 2, 7)
+	word := func(i int) string { // letters only: one token on both engines
+		return "probe" + string(rune('a'+i/26/26%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i%26))
+	}
+	warm := openimtest.Single("alice", "bob", openimtest.ContentText, openimtest.TextContent("warm up"))
+	untilSearchable(t, w, bob, "warm", warm, w.IM.Send(conv, warm)[0])
+
+	n := *openIMLatencyMessages
+	took := make([]time.Duration, 0, n)
+	for i := range n {
+		m := openimtest.Single("alice", "bob", openimtest.ContentText, openimtest.TextContent("latency "+word(i)))
+		seq := w.IM.Send(conv, m)[0]
+		start := time.Now()
+		w.push.PushMessage(ctx, pushed(m, seq), headers)
+		for {
+			if got, _ := found(t, w.Gateway, bob, map[string]any{"q": word(i)}); len(got) == 1 {
+				took = append(took, time.Since(start))
+				break
+			}
+			if time.Since(start) > 10*time.Second {
+				t.Fatalf("message %d not searchable within 10 s of its record", i)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	slices.Sort(took)
+	at := func(p float64) time.Duration { return took[min(len(took)-1, int(p*float64(len(took))))] }
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("searchable after the record: %d messages, p50 %s, p95 %s, p99 %s, max %s (load average %s)", n,
+		at(0.50).Round(time.Millisecond), at(0.95).Round(time.Millisecond), at(0.99).Round(time.Millisecond),
+		took[len(took)-1].Round(time.Millisecond), strings.TrimSpace(string(load)))
 }
