@@ -18,8 +18,8 @@ import (
 )
 
 // Reindex: msggate reindex [-resume] [flags]
-// Builds the search index from the store's chunks: every readable seq of every conversation,
-// as the store shows it now. It can be run again at any time (indexing a message twice is
+// Builds the search index from the store's chunks (with -openim, an OpenIM deployment's, read
+// only): every readable seq of every conversation, as the store shows it now. It can be run again at any time (indexing a message twice is
 // indexing it once); it records the last conversation it finished in the data directory, and
 // -resume continues after it. On the embedded default, run it while the gateway is stopped
 // (the embedded store and index belong to one process at a time). Progress goes to stderr,
