@@ -29,7 +29,7 @@ var layers = []struct {
 	{"wiring", []string{".", "internal/cli", "internal/gateway"}},
 	{"the GraphQL boundary", []string{"graph"}},
 	{"the paths", []string{"internal/ingest", "internal/history", "internal/sync", "internal/retention", "internal/openimsync",
-		"internal/mention", "internal/search/finder", "internal/search/reindex"}},
+		"internal/mention", "internal/search/finder", "internal/search/reindex", "internal/search/openimindex"}},
 	{"the adapters", []string{"internal/cache", "internal/chunkstore", "internal/openim", "internal/openimfeed", "internal/embedded", "internal/auth",
 		"internal/search/bleveindex", "internal/search/pgindex"}},
 	{"the leaves", []string{"internal/im", "internal/admission", "internal/freshstack", "internal/ops", "internal/playground", "syncclient",

@@ -36,6 +36,7 @@
 //	<prefix>followed                          sorted set: OpenIM mode's followed conversations, by when their seq last moved
 //	<prefix>followed:since                    string: when OpenIM mode's follower began (ms)
 //	<prefix>feed:skipped                      list: JSON of the feed's records moved past without being applied, newest first (skipped_records.go)
+//	<prefix>search:backlog                    sorted set: OpenIM mode's seqs waiting for the search index, "<seq>:<conv>" by when added (µs) (search_backlog.go)
 //	<prefix>storeid                           hash {token, clock, stamp}: the identity of the store Redis describes (store_identity.go)
 //	<prefix>storeid:discard                   string: the token of the instance discarding another store's state
 //

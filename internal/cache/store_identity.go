@@ -161,7 +161,7 @@ func (c *Cache) StoreState(key string) bool {
 	case rest == "storeid", strings.HasPrefix(rest, "storeid:"),
 		strings.HasPrefix(rest, "instance:"), strings.HasPrefix(rest, "apq:"),
 		strings.HasSuffix(rest, "}:rate"), strings.HasPrefix(rest, "{u:") && strings.HasSuffix(rest, "}:apq"),
-		rest == "followed", rest == "followed:since", rest == "feed:skipped":
+		rest == "followed", rest == "followed:since", rest == "feed:skipped", rest == "search:backlog":
 		return false
 	}
 	return true

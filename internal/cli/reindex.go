@@ -7,24 +7,26 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/search/reindex"
 )
 
 // Reindex: msggate reindex [-resume] [flags]
-// Builds the search index from the store's chunks: every readable seq of every conversation,
-// as the store shows it now. It can be run again at any time (indexing a message twice is
+// Builds the search index from the store's chunks (with -openim, an OpenIM deployment's, read
+// only): every readable seq of every conversation, as the store shows it now. It can be run again at any time (indexing a message twice is
 // indexing it once); it records the last conversation it finished in the data directory, and
 // -resume continues after it. On the embedded default, run it while the gateway is stopped
 // (the embedded store and index belong to one process at a time). Progress goes to stderr,
 // the summary to stdout.
 func Reindex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var resume bool
-	m, _, err := openForCommand(ctx, "reindex", args, stderr, func(fs *flag.FlagSet) {
+	m, err := openForReindex(ctx, args, stderr, func(fs *flag.FlagSet) {
 		fs.BoolVar(&resume, "resume", false, "continue after the last conversation an earlier run finished")
 	})
 	if err != nil {
@@ -33,6 +35,10 @@ func Reindex(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer m.Close()
 	if m.Search == nil {
 		return errors.New("reindex: search is off (-search off): there is no index to build")
+	}
+	var st reindex.Store = m.Store
+	if m.OpenIM != nil {
+		st = m.OpenIM
 	}
 	posPath := filepath.Join(m.Config.DataDir, reindexPositionFile)
 	after := ""
@@ -45,12 +51,12 @@ func Reindex(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprintf(stderr, "resuming after conversation %s\n", after)
 		}
 	}
-	plan, err := reindex.Measure(ctx, m.Store, after)
+	plan, err := reindex.Measure(ctx, st, after)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "indexing %d conversations, %d seqs\n", plan.Conversations, plan.Seqs)
-	sum, err := reindex.Run(ctx, m.Store, m.Search, reindex.Options{After: after, Progress: func(s reindex.Summary) {
+	sum, err := reindex.Run(ctx, st, m.Search, reindex.Options{After: after, Progress: func(s reindex.Summary) {
 		drawReindexProgress(stderr, s, plan)
 		if err := writeFileAtomic(posPath, []byte(s.Checkpoint+"\n")); err != nil {
 			m.Logger.Warn("recording the reindex position failed", "err", err)
@@ -70,6 +76,34 @@ func Reindex(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	return nil
+}
+
+// openForReindex opens the stores as openForCommand does, and in OpenIM mode OpenIM's
+// deployment, read-only, with the search index the flags name: the chunks are OpenIM's, the
+// index msggate's. It does not follow OpenIM's Kafka (a running gateway does).
+func openForReindex(ctx context.Context, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*gateway.Gateway, error) {
+	var cfg gateway.Config
+	fs := flag.NewFlagSet("reindex", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg.RegisterFlags(fs)
+	extra(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if !cfg.OpenIM.Enabled {
+		m, _, err := openForCommand(ctx, "reindex", args, stderr, extra)
+		return m, err
+	}
+	cfg.OpenIM.Feed.Brokers = ""
+	m, err := gateway.Open(ctx, cfg, slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return nil, err
+	}
+	if err := m.OpenSearch(); err != nil {
+		_ = m.Close()
+		return nil, err
+	}
+	return m, nil
 }
 
 // reindexPositionFile, in the data directory, holds the last conversation a reindex finished.

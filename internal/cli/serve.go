@@ -63,14 +63,19 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer waitRetention()
-	if cfg.MongoURI == "" || m.SearchIsNew {
+	if m.OpenIM != nil {
+		if m.SearchIsNew {
+			// OpenIM's history before this index existed; the feed indexes what comes from now on.
+			go indexExisting(ctx, m, m.OpenIM, logger)
+		}
+	} else if cfg.MongoURI == "" || m.SearchIsNew {
 		// A new embedded installation starts with the demo data, so there is something to query.
 		empty, err := m.Store.Empty(ctx)
 		if err != nil {
 			return err
 		}
 		if !empty && m.SearchIsNew {
-			go indexExisting(ctx, m, logger)
+			go indexExisting(ctx, m, m.Store, logger)
 		}
 		if empty && cfg.MongoURI == "" {
 			if err := storesChecked(ctx, m); err != nil {
@@ -159,9 +164,9 @@ func printStartup(w io.Writer, cfg gateway.Config, demo *demoToken, addr, metric
 // index existed (a data directory from before search, or a new index over a shared store):
 // the gateway serves meanwhile, and search finds more as the run goes. `msggate reindex` does
 // the same in the foreground.
-func indexExisting(ctx context.Context, m *gateway.Gateway, logger *slog.Logger) {
+func indexExisting(ctx context.Context, m *gateway.Gateway, st reindex.Store, logger *slog.Logger) {
 	logger.InfoContext(ctx, "search: indexing the messages stored before the index existed")
-	sum, err := reindex.Run(ctx, m.Store, m.Search, reindex.Options{})
+	sum, err := reindex.Run(ctx, st, m.Search, reindex.Options{})
 	if err != nil && ctx.Err() == nil {
 		logger.ErrorContext(ctx, "search: indexing the stored messages failed; run msggate reindex", "err", err,
 			"conversations", sum.Conversations)

@@ -21,6 +21,7 @@ import (
 	"github.com/msggate/msggate/internal/openimsync"
 	"github.com/msggate/msggate/internal/ops"
 	"github.com/msggate/msggate/internal/search"
+	"github.com/msggate/msggate/internal/search/openimindex"
 	imsync "github.com/msggate/msggate/internal/sync"
 )
 
@@ -44,8 +45,11 @@ type Gateway struct {
 	Ledger *imsync.Ledger
 	Ingest *ingest.Ingester
 	Hub    *imsync.Hub
-	// Search is the message search index (Config.Search); nil when off and in OpenIM mode.
+	// Search is the message search index (Config.Search); nil when off, and in OpenIM mode
+	// without the feed (nothing would keep it current).
 	Search search.Engine
+	// SearchIndexer keeps Search current from OpenIM's feed in OpenIM mode; nil otherwise.
+	SearchIndexer *openimindex.Indexer
 	// SearchIsNew is set when this start created the search index: a store that already held
 	// messages needs them indexed (reindex).
 	SearchIsNew bool

@@ -102,6 +102,9 @@ func (g *Gateway) readPath() readPath {
 			cached := cache.NewChunks(s, g.Cache, g.Logger)
 			cached.ObserveCache = g.Metrics.ObserveChunkCache
 			r.Chunks = &history.Chunks{Store: cached, Memory: g.ChunkMemory}
+			// The feed keeps the index current (indexOpenIM); the finder scopes by OpenIM's
+			// own access and seq states, and keeps to the groups the viewer is in now.
+			r.Finder = g.finder(r.Conversations)
 		}
 		// OpenIM keeps no index of mentions (only a per-conversation flag), and msggate writes
 		// none into OpenIM's database: unread mentions are read from the chunks of each

@@ -8,6 +8,7 @@ import (
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/openimfeed"
 	"github.com/msggate/msggate/internal/openimsync"
+	"github.com/msggate/msggate/internal/search/openimindex"
 	imsync "github.com/msggate/msggate/internal/sync"
 )
 
@@ -44,7 +45,11 @@ func (g *Gateway) followOpenIM() error {
 	g.Hub = imsync.NewHub(g.FollowerLog, g.Cache, imsync.HubOptions{OnDrop: g.Metrics.CountDroppedSubscriber})
 	g.Metrics.WatchSubscribers(g.Hub.Subscribers)
 	g.Metrics.WatchLiveSubscribers(g.Hub.LiveSubscribers)
-	g.Follower = openimsync.New(g.FollowerLog, g.OpenIM, g.Cache, openimsync.Options{GapFillInterval: fc.GapFillInterval, Logger: g.Logger})
+	followOpts := openimsync.Options{GapFillInterval: fc.GapFillInterval, Logger: g.Logger}
+	if err := g.indexOpenIM(&followOpts); err != nil {
+		return err
+	}
+	g.Follower = openimsync.New(g.FollowerLog, g.OpenIM, g.Cache, followOpts)
 
 	ctx, stop := context.WithCancel(context.Background())
 	fed, filled := make(chan struct{}), make(chan struct{})
@@ -65,6 +70,28 @@ func (g *Gateway) followOpenIM() error {
 		feed.Close()
 		return nil
 	})
+	return nil
+}
+
+// indexOpenIM opens the search index the config names and has the follower keep it current
+// (openimindex): only with the feed, as nothing else tells msggate what OpenIM changes.
+func (g *Gateway) indexOpenIM(opts *openimsync.Options) error {
+	engine, err := g.openSearch()
+	if err != nil || engine == nil {
+		return err
+	}
+	g.Search = engine
+	g.SearchIndexer = openimindex.New(g.OpenIM, g.Cache, engine, openimindex.Options{Logger: g.Logger})
+	opts.Touched = g.SearchIndexer.Touched
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.SearchIndexer.Run(ctx)
+	}()
+	// Appended after the engine's closer and before the feed's: closers run newest first, so
+	// the feed stops, then the indexer, then the engine closes.
+	g.closers = append(g.closers, func() error { stop(); <-done; return nil })
 	return nil
 }
 

@@ -24,13 +24,20 @@ type openIMWithFeed struct {
 	push *openimfeedtest.Producer
 }
 
-func startOpenIMWithFeed(t *testing.T) *openIMWithFeed {
+func startOpenIMWithFeed(t *testing.T) *openIMWithFeed { return startOpenIMWithFeedTuned(t, nil) }
+
+// startOpenIMWithFeedTuned is startOpenIMWithFeed with the gateway's configuration changed by
+// tune (nil: as is).
+func startOpenIMWithFeedTuned(t *testing.T, tune func(*gateway.Config)) *openIMWithFeed {
 	t.Helper()
 	brokers := openimfeedtest.StartKafka(t, openimfeedtest.KafkaOptions{})
 	g := gatewaytest.StartOpenIM(t, func(c *gateway.Config) {
 		c.OpenIM.Feed.Brokers = strings.Join(brokers, ",")
 		c.OpenIM.Feed.GapFillInterval = 250 * time.Millisecond
 		c.Handler.RateLimit = -1
+		if tune != nil {
+			tune(c)
+		}
 	})
 	return &openIMWithFeed{OpenIMGateway: g, push: openimfeedtest.NewProducer(t, openimfeedtest.ProducerOptions{Brokers: brokers})}
 }

@@ -53,6 +53,15 @@ func (g *Gateway) openSearch() (search.Engine, error) {
 	return nil, fmt.Errorf("gateway: unknown search index %q (want %s or %s)", g.Config.Search, SearchBleve, SearchOff)
 }
 
+// OpenSearch opens the search index the config names into Search, when none is open: for
+// msggate reindex in OpenIM mode, which does not follow OpenIM's feed.
+func (g *Gateway) OpenSearch() (err error) {
+	if g.Search == nil {
+		g.Search, err = g.openSearch()
+	}
+	return err
+}
+
 // finder answers searches over convs with the gateway's index; nil without one.
 func (g *Gateway) finder(convs finder.Conversations) *finder.Finder {
 	if g.Search == nil {

@@ -151,3 +151,33 @@ func (s *Store) memberOf(ctx context.Context, userID string, groups []string) (m
 		return out, nil
 	})
 }
+
+// InNow reports, aligned with conversationIDs, whether userID is in each conversation now: a
+// member of a group conversation's group (group_member), and always for the others. CanRead
+// also admits a member who left a group (OpenIM lets them read up to where they left); what
+// must keep to the members of now, as message search does, asks this as well. It costs at most
+// one query on group_member. Errors: EINVALID for a bad ID, EUNAVAILABLE when MongoDB fails.
+func (s *Store) InNow(ctx context.Context, userID string, conversationIDs []string) ([]bool, error) {
+	if err := validUserID(userID); err != nil {
+		return nil, err
+	}
+	if err := validConversationIDs(conversationIDs); err != nil {
+		return nil, err
+	}
+	var groups []string
+	for _, c := range conversationIDs {
+		if g, ok := groupOf(c); ok {
+			groups = append(groups, g)
+		}
+	}
+	members, err := s.memberOf(ctx, userID, groups)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(conversationIDs))
+	for i, c := range conversationIDs {
+		g, isGroup := groupOf(c)
+		out[i] = !isGroup || members[g]
+	}
+	return out, nil
+}

@@ -121,3 +121,16 @@ func findAll[T any](ctx context.Context, c *mongo.Collection, op string, filter 
 }
 
 func in(values []string) bson.D { return bson.D{{Key: "$in", Value: values}} }
+
+// findAllOpts is findAll with the find's options (a sort, a limit) given whole.
+func findAllOpts[T any](ctx context.Context, c *mongo.Collection, op string, filter bson.D, opts *options.FindOptionsBuilder) ([]T, error) {
+	cur, err := c.Find(ctx, filter, opts)
+	if err != nil {
+		return nil, mongoError(op, err)
+	}
+	var docs []T
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, mongoError(op, err)
+	}
+	return docs, nil
+}

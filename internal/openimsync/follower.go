@@ -24,6 +24,7 @@ import (
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/openim"
 	"github.com/msggate/msggate/internal/openimfeed"
+	"github.com/msggate/msggate/internal/search"
 	imsync "github.com/msggate/msggate/internal/sync"
 )
 
@@ -40,7 +41,12 @@ type Options struct {
 	// after its seq was taken) is passed over once the conversation's last allocation is this
 	// old. Default 30 s.
 	HoleGrace time.Duration
-	Logger    *slog.Logger
+	// Touched, when set, is told the seqs of chat conversations whose stored message a batch of
+	// records or a gap fill may have changed (a new message, a revoke, a delete), before the
+	// batch is reported applied; an error fails the batch, which is then tried again. The
+	// search index follows OpenIM through it.
+	Touched func(ctx context.Context, keys []search.Key) error
+	Logger  *slog.Logger
 }
 
 // DefaultGapFillInterval is Options.GapFillInterval's default.
@@ -204,7 +210,57 @@ func (f *Follower) apply(ctx context.Context, changes []openimfeed.Change) error
 	if err := f.membersChanged(ctx, changes); err != nil {
 		return err
 	}
+	if err := f.touched(ctx, touchedSeqs(changes)); err != nil {
+		return err
+	}
 	return f.cache.RaiseFollowedSeqs(ctx, upTo)
+}
+
+// touched tells Options.Touched of the keys that are in chat conversations (single chats and
+// groups; notification conversations hold OpenIM's tips, not what users write).
+func (f *Follower) touched(ctx context.Context, keys []search.Key) error {
+	if f.opts.Touched == nil || len(keys) == 0 {
+		return nil
+	}
+	out := keys[:0:0]
+	for _, k := range keys {
+		if conv, err := f.store.ParseConversationID(k.ConversationID); err == nil && (conv.Kind == im.GroupChat || conv.Kind == im.SingleChat) {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return f.opts.Touched(ctx, out)
+}
+
+// touchedSeqs returns the seqs whose stored message the changes may have altered: each new
+// message, and the seqs a revoke or delete names.
+func touchedSeqs(changes []openimfeed.Change) []search.Key {
+	seen := map[search.Key]bool{}
+	var out []search.Key
+	add := func(conv string, seq int64) {
+		k := search.Key{ConversationID: conv, Seq: seq}
+		if conv != "" && seq > 0 && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	for _, ch := range changes {
+		switch ch.Kind {
+		case openimfeed.KindMessage:
+			add(ch.ConversationID, ch.Seq)
+		case openimfeed.KindRevoke, openimfeed.KindDelete:
+			target := ch.TargetConversationID
+			if target == "" {
+				target = ch.ConversationID
+			}
+			for _, s := range ch.Seqs {
+				add(target, s)
+			}
+		}
+	}
+	return out
 }
 
 // contiguousEnd returns how far a run of logged seqs reaches: from done (everything up to it
@@ -475,6 +531,13 @@ func (f *Follower) fill(ctx context.Context, conversationID string, from, to int
 			return from - 1, err
 		}
 		if err := f.announceStored(ctx, msgs); err != nil {
+			return from - 1, err
+		}
+		keys := make([]search.Key, len(msgs))
+		for i, m := range msgs {
+			keys[i] = search.Key{ConversationID: m.ConversationID, Seq: m.Seq}
+		}
+		if err := f.touched(ctx, keys); err != nil {
 			return from - 1, err
 		}
 		if done < end {

@@ -25,6 +25,14 @@ type Conversations interface {
 	UserConversations(ctx context.Context, userID string) ([]im.SeqState, error)
 }
 
+// Members is what a conversation source implements when it lets a user who left a group go on
+// reading it (OpenIM does, up to where they left): search then keeps to the conversations the
+// viewer is in now, as it does over msggate's own store, where one who left reads nothing of
+// the group.
+type Members interface {
+	InNow(ctx context.Context, userID string, conversationIDs []string) ([]bool, error)
+}
+
 // Limits of a search request.
 const (
 	DefaultFirst = 20
@@ -161,6 +169,15 @@ func (f *Finder) scopes(ctx context.Context, viewer, conversationID string) ([]s
 		}
 		if states, err = f.convs.States(ctx, viewer, ids); err != nil {
 			return nil, err
+		}
+	}
+	if m, ok2 := f.convs.(Members); ok2 {
+		now, err := m.InNow(ctx, viewer, ids)
+		if err != nil {
+			return nil, err
+		}
+		for i := range ok {
+			ok[i] = ok[i] && now[i]
 		}
 	}
 	out := make([]search.Scope, 0, len(ids))
