@@ -100,11 +100,18 @@ func TestColdStormStartBatchesStoreReads(t *testing.T) {
 			t.Fatalf("%d of %d subscriptions live after a minute", hub.LiveSubscribers(), len(subs))
 		}
 	}
-	// The lists and the conversations' seqs are read in batches, whatever the number of
-	// users; a user's read state in each of their groups is still one find by _id each on
+	// A list is one user's document, found by _id (on FerretDB one find each, never a scan of
+	// every user's entries); the conversations' seqs are read in batches whatever the number
+	// of users; a user's read state in each of their groups is still one find by _id each on
 	// FerretDB (docs/performance.md).
+	if n := mongo.Count(chunkstore.CollectionUserConversation, "find", "aggregate", "count"); n != 0 {
+		t.Errorf("the cold storm's start sent %d queries of the list entries, want the lists found by _id", n)
+	}
+	if n := mongo.Count(chunkstore.CollectionUserLists, "find"); n > users {
+		t.Errorf("the cold storm's start sent %d finds of list documents for %d users, want at most one each", n, users)
+	}
 	const usersPerQuery = 10
-	for _, coll := range []string{chunkstore.CollectionUserConversation, chunkstore.CollectionSeqs, chunkstore.CollectionGroupMember} {
+	for _, coll := range []string{chunkstore.CollectionSeqs, chunkstore.CollectionGroupMember} {
 		n := mongo.Count(coll, "find", "aggregate", "count")
 		t.Logf("the cold storm's start: %d queries of %s for %d users", n, coll, users)
 		if n > users/usersPerQuery {
