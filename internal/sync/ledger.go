@@ -72,8 +72,10 @@ func NewLedger(store *chunkstore.Store, c *cache.Cache, opts Options) *Ledger {
 	l := &Ledger{store: store, cache: c, opts: opts, token: hex.EncodeToString(b)}
 	l.outbox = &Outbox{store: store, cache: c, token: l.token, handoff: opts.IntentHandoff, fault: opts.Fault, logger: opts.Logger}
 	l.events = &EventLog{cache: c, state: l}
-	l.lists = newStoreQueue(l.loadLists)
-	l.convSeqs = newStoreQueue(store.FindConversationSeqs)
+	l.lists = newStoreQueue(l.loadLists, storeWait)
+	// A seq read is a find by _id: a lone reader (a history page Redis misses) is not kept
+	// waiting for company; readers that come while it runs share the next one.
+	l.convSeqs = newStoreQueue(store.FindConversationSeqs, 0)
 	l.userSeqs = newStoreLoader(l.loadUserSeqs)
 	return l
 }

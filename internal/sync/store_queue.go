@@ -34,8 +34,10 @@ type queuedKey[V any] struct {
 	err  error
 }
 
-func newStoreQueue[K comparable, V any](read func(ctx context.Context, keys []K) (map[K]V, error)) *storeQueue[K, V] {
-	return &storeQueue[K, V]{read: read, max: storeBatch, wait: storeWait, pending: map[K]*queuedKey[V]{}}
+// newStoreQueue returns a queue whose first query, after a time without one, waits wait
+// for more callers to share it.
+func newStoreQueue[K comparable, V any](read func(ctx context.Context, keys []K) (map[K]V, error), wait time.Duration) *storeQueue[K, V] {
+	return &storeQueue[K, V]{read: read, max: storeBatch, wait: wait, pending: map[K]*queuedKey[V]{}}
 }
 
 // load returns the values of keys (a key without one gets V's zero value).
@@ -80,7 +82,9 @@ func (q *storeQueue[K, V]) load(ctx context.Context, keys []K) (map[K]V, error) 
 // run sends the queries while keys wait, the first after q.wait so that a burst's first
 // callers share it.
 func (q *storeQueue[K, V]) run() {
-	time.Sleep(q.wait)
+	if q.wait > 0 {
+		time.Sleep(q.wait)
+	}
 	for {
 		q.mu.Lock()
 		n := min(len(q.order), q.max)

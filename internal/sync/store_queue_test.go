@@ -30,7 +30,7 @@ func TestStoreQueueGathersWhileAQueryRuns(t *testing.T) {
 			out[k] = v
 		}
 		return out, nil
-	})
+	}, storeWait)
 	first := make(chan map[string]int)
 	go func() {
 		got, err := q.load(ctx, []string{"a"})
