@@ -42,6 +42,11 @@
 //	user_conversation one document per user and conversation on the user's list:
 //	               {_id: "<userID>|<conversationID>", user_id, conversation_id}; unique index on
 //	               both fields.
+//	user_conversation_list one document per user, the same list: {_id: "<userID>",
+//	               conversation_ids: [...]}, written after the entries by the same calls, read
+//	               by _id (user_conversation_list.go); kept only in a store that had no entries
+//	               when a Store first opened it (an earlier store's lists are read from the
+//	               entries).
 //	outbox         one document per change being made right now (outbox.go): its intent,
 //	               recorded before the change and deleted once it is announced; {_id, kind,
 //	               owner, conversation_id, user_id, seqs, msgs, for_everyone, target, created,
@@ -58,7 +63,7 @@
 //	               stamp}, which Redis's state is checked against (store_identity.go).
 //
 // Only operations that both MongoDB 6+ and FerretDB 1.24 support are used: CRUD with $set,
-// $addToSet, $max, $inc, $setOnInsert, upserts, $in, $or and $gt (on the one identity
+// $addToSet, $pullAll, $max, $inc, $setOnInsert, upserts, $in, $or and $gt (on the one identity
 // document), sort and limit, unique indexes and
 // duplicate-key errors. No transactions, aggregation slices or change streams. On FerretDB only a
 // filter that is exactly {_id: <string>} is left to SQLite (every other one is matched in Go on

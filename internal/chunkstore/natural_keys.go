@@ -104,6 +104,11 @@ func openLayout(ctx context.Context, db *mongo.Database) (keyLayout, error) {
 		}
 		out[coll] = rec.NaturalIDs
 	}
+	lists, err := openUserLists(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	out[CollectionUserLists] = lists
 	return out, nil
 }
 

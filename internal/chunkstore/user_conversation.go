@@ -40,8 +40,10 @@ func (s *Store) AddUserConversations(ctx context.Context, entries []UserConversa
 			}
 			docs[i] = bson.D{{Key: "_id", Value: id}, {Key: "user_id", Value: e.UserID}, {Key: "conversation_id", Value: e.ConversationID}}
 		}
-		_, err := insertNew(ctx, s.userConversations, "add user conversations", docs)
-		return err
+		if _, err := insertNew(ctx, s.userConversations, "add user conversations", docs); err != nil {
+			return err
+		}
+		return s.changeUserLists(ctx, "add user conversations", listsOf(entries), true)
 	}
 	models := make([]mongo.WriteModel, 0, len(entries))
 	for _, e := range entries {
@@ -51,9 +53,21 @@ func (s *Store) AddUserConversations(ctx context.Context, entries []UserConversa
 			SetUpdate(bson.D{{Key: "$setOnInsert", Value: fields}}).
 			SetUpsert(true))
 	}
-	return inBatches(len(models), func(from, to int) error {
+	if err := inBatches(len(models), func(from, to int) error {
 		return bulkUpsert(ctx, s.userConversations, "add user conversations", models[from:to])
-	})
+	}); err != nil {
+		return err
+	}
+	return s.changeUserLists(ctx, "add user conversations", listsOf(entries), true)
+}
+
+// listsOf groups entries by user.
+func listsOf(entries []UserConversation) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range entries {
+		out[e.UserID] = append(out[e.UserID], e.ConversationID)
+	}
+	return out
 }
 
 // RemoveUserConversation takes a conversation off the lists of the given users, writeBatch
@@ -64,7 +78,7 @@ func (s *Store) RemoveUserConversation(ctx context.Context, conversationID strin
 		return err
 	}
 	defer done()
-	return inBatches(len(userIDs), func(from, to int) error {
+	err = inBatches(len(userIDs), func(from, to int) error {
 		batch := userIDs[from:to]
 		if s.natural[CollectionUserConversation] {
 			ids := make([]string, len(batch))
@@ -84,6 +98,14 @@ func (s *Store) RemoveUserConversation(ctx context.Context, conversationID strin
 		})
 		return storeError("remove user conversations", err)
 	})
+	if err != nil {
+		return err
+	}
+	byUser := make(map[string][]string, len(userIDs))
+	for _, u := range userIDs {
+		byUser[u] = []string{conversationID}
+	}
+	return s.changeUserLists(ctx, "remove user conversations", byUser, false)
 }
 
 // FindUsersConversations returns the IDs of each user's conversations, at most limit per user
@@ -99,6 +121,9 @@ func (s *Store) FindUsersConversations(ctx context.Context, userIDs []string, li
 	lists, truncated = make(map[string][]string, len(userIDs)), map[string]bool{}
 	if len(userIDs) == 0 {
 		return lists, truncated, nil
+	}
+	if s.natural[CollectionUserLists] {
+		return s.findUserLists(ctx, userIDs, limit)
 	}
 	cur, err := s.userConversations.Find(ctx, bson.D{{Key: "user_id", Value: bson.D{{Key: "$in", Value: userIDs}}}},
 		options.Find().SetProjection(bson.D{{Key: "user_id", Value: 1}, {Key: "conversation_id", Value: 1}}))

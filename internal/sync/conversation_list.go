@@ -224,10 +224,11 @@ func (l *Ledger) listFrom(ctx context.Context, userID string, cached cache.Conve
 	} else if cached.Cached {
 		return cached.IDs[:min(len(cached.IDs), MaxConversationsPerUser)], len(cached.IDs) <= MaxConversationsPerUser, nil
 	}
-	list, err := l.lists.Load(ctx, userID)()
+	lists, err := l.lists.load(ctx, []string{userID})
 	if err != nil {
 		return nil, false, err
 	}
+	list := lists[userID]
 	// A list read cut short at the limit is not cached: it names an arbitrary part of the list.
 	if cacheErr == nil && !list.Truncated {
 		if err := l.cache.FillConversationList(ctx, userID, cached.Version, list.IDs); err != nil {

@@ -46,7 +46,8 @@ type Ledger struct {
 	events *EventLog
 	// lists and userSeqs read the conversation lists and read state Redis misses, many users
 	// a query (store_loaders.go).
-	lists    *dataloader.Loader[string, storedList]
+	lists    *storeQueue[string, storedList]
+	convSeqs *storeQueue[string, chunkstore.ConversationSeqs]
 	userSeqs *dataloader.Loader[chunkstore.UserSeqKey, chunkstore.UserSeqs]
 	// lastLists remembers the conversation lists read last, so that the next read of one
 	// can take its states in the same round trip (UserConversations); lastPages, the
@@ -71,7 +72,10 @@ func NewLedger(store *chunkstore.Store, c *cache.Cache, opts Options) *Ledger {
 	l := &Ledger{store: store, cache: c, opts: opts, token: hex.EncodeToString(b)}
 	l.outbox = &Outbox{store: store, cache: c, token: l.token, handoff: opts.IntentHandoff, fault: opts.Fault, logger: opts.Logger}
 	l.events = &EventLog{cache: c, state: l}
-	l.lists = newStoreLoader(l.loadLists)
+	l.lists = newStoreQueue(l.loadLists, storeWait)
+	// A seq read is a find by _id: a lone reader (a history page Redis misses) is not kept
+	// waiting for company; readers that come while it runs share the next one.
+	l.convSeqs = newStoreQueue(store.FindConversationSeqs, 0)
 	l.userSeqs = newStoreLoader(l.loadUserSeqs)
 	return l
 }
@@ -252,7 +256,7 @@ func (l *Ledger) statesFromCache(ctx context.Context, queries []cache.StateQuery
 	if len(convMiss) == 0 && len(userMiss) == 0 {
 		return out, cached.Heads, nil
 	}
-	seqDocs, err := l.store.FindConversationSeqs(ctx, convMiss)
+	seqDocs, err := l.convSeqs.load(ctx, convMiss)
 	if err != nil {
 		return nil, nil, err
 	}

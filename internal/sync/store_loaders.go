@@ -9,16 +9,15 @@ import (
 	"github.com/msggate/msggate/internal/chunkstore"
 )
 
-// What Redis misses of conversation lists and users' read state is read from MongoDB for many
-// users at once. A list is a query by user_id, which FerretDB answers with a scan of the
-// collection, and a query for several _ids scans too: when a big group's devices connect at
-// once with cold caches, one query per user would make the cost of the start grow with the
-// square of the group. The ledger's loaders gather what is asked for within storeWait into
-// one query of up to storeBatch users. The wait is long for a loader (only reads Redis
-// missed take it) because devices arrive spread out: a short wait sends a query, and on
-// FerretDB a scan, for each few users (docs/performance.md has what 5 ms and 50 ms cost a
-// big group's start). A batch of
-// 500 rather than 200 makes 10,000 devices' start (5,000 users) take 10 scans rather than 25.
+// What Redis misses of conversation lists, conversations' seqs and users' read state is read
+// from MongoDB for many users at once. A list is a query by user_id, which FerretDB answers
+// with a scan of the collection, and a query for several _ids scans too: when a big group's
+// devices connect at once with cold caches, one query per user would make the cost of the
+// start grow with the square of the group. Lists and seqs go through a storeQueue (one query
+// at a time, taking everything asked for meanwhile, up to storeBatch keys); read states
+// through a loader that gathers what is asked for within storeWait into a query of up to
+// storeBatch keys. The wait is long for a loader (only reads Redis missed take it) because
+// devices arrive spread out: a short wait sends a query for each few users.
 const (
 	storeWait  = 50 * time.Millisecond
 	storeBatch = 500
@@ -43,20 +42,17 @@ func newStoreLoader[K comparable, V any](batch dataloader.BatchFunc[K, V]) *data
 		dataloader.WithCache[K, V](&dataloader.NoCache[K, V]{}))
 }
 
-// loadLists is the loader's batch function: one MongoDB query for every user of the batch.
-func (l *Ledger) loadLists(ctx context.Context, userIDs []string) []*dataloader.Result[storedList] {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeBatchTimeout)
-	defer cancel()
+// loadLists is the list queue's read: one MongoDB query for every user of the batch.
+func (l *Ledger) loadLists(ctx context.Context, userIDs []string) (map[string]storedList, error) {
 	lists, truncated, err := l.store.FindUsersConversations(ctx, userIDs, MaxConversationsPerUser)
-	out := make([]*dataloader.Result[storedList], len(userIDs))
-	for i, u := range userIDs {
-		if err != nil {
-			out[i] = &dataloader.Result[storedList]{Error: err}
-			continue
-		}
-		out[i] = &dataloader.Result[storedList]{Data: storedList{IDs: lists[u], Truncated: truncated[u]}}
+	if err != nil {
+		return nil, err
 	}
-	return out
+	out := make(map[string]storedList, len(userIDs))
+	for _, u := range userIDs {
+		out[u] = storedList{IDs: lists[u], Truncated: truncated[u]}
+	}
+	return out, nil
 }
 
 // loadUserSeqs is the read-state loader's batch function: one MongoDB query for the batch.
