@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"sync"
@@ -25,6 +27,12 @@ type options struct {
 	seed          uint64
 	dir           string
 	hold          bool
+	// cpuProfile, when set, is where a CPU profile of the timed queries goes.
+	cpuProfile string
+	// reuseIndex skips applying the generated messages: the index already holds them.
+	reuseIndex bool
+	// bleveBulk opens the bleve index for bulk loading.
+	bleveBulk bool
 	// pgSharedBuffers is the PostgreSQL server's shared_buffers.
 	pgSharedBuffers string
 }
@@ -48,7 +56,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	if err := e.settle(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "settled (pg: VACUUM ANALYZE; bleve: nothing) in %s\n", time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(out, "settled (pg: VACUUM ANALYZE; bleve: waited for every batch to be on disk) in %s\n", time.Since(start).Round(time.Millisecond))
 	if size, err := e.size(); err != nil {
 		return err
 	} else {
@@ -65,6 +73,17 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 				return fmt.Errorf("%s: %w", k.name, err)
 			}
 		}
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	fmt.Fprintf(out, "| query (%d each, first 20) | p50 | p95 | p99 | hits/page | count (exact up to 10,000) |\n|---|---|---|---|---|---|\n", o.queries)
 	for _, k := range kinds {
@@ -124,6 +143,9 @@ func index(ctx context.Context, e search.Engine, c *corpus, o options, out io.Wr
 	var b []search.Change
 	for i := range o.messages {
 		d := c.next()
+		if o.reuseIndex {
+			continue
+		}
 		b = append(b, search.Change{Put: &d})
 		if len(b) == o.batch || i == o.messages-1 {
 			select {

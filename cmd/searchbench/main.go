@@ -37,6 +37,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated messages")
 	fs.StringVar(&o.pgSharedBuffers, "pg-shared-buffers", "1GB", "shared_buffers of the PostgreSQL server (the tests' 64MB would measure the kernel's page cache, not PostgreSQL's)")
 	fs.BoolVar(&o.hold, "hold", false, "after the queries, keep the engine (and its PostgreSQL server) until interrupted, to look at it")
+	fs.BoolVar(&o.reuseIndex, "reuse-index", false, "with -dir holding the index of an earlier run with the same flags, generate the messages without indexing them again and time the queries")
+	fs.BoolVar(&o.bleveBulk, "bleve-bulk", false, "index with the bleve engine's bulk loading (batches not waited on to be on disk, one wait at the end, counted as settling) instead of a durable wait per batch as the gateway's writes")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed queries (not the indexing) to this file")
 	fs.StringVar(&o.dir, "dir", "", "scratch directory for the bleve index (default: a new temporary one, removed after)")
 	if err := fs.Parse(args); err != nil {
 		return err
