@@ -5,6 +5,7 @@
 // page. It reports indexing throughput, the index's size, and p50/p95/p99 per query kind.
 //
 //	go run ./cmd/searchbench [-engine pg|bleve] [-messages N] [-conversations N] [-queries N] [-seed N] [-dir D]
+//	    [-bleve-bulk] [-reuse-index] [-cpuprofile F]
 //
 // With -engine pg it starts a PostgreSQL server of its own (internal/testenv, as the tests
 // do: initdb and postgres must be installed; ./scripts/need-postgres installs them); with

@@ -590,7 +590,7 @@ func (x *Index) highlight(ctx context.Context, req msearch.Request, hits []msear
 	for i, h := range hits {
 		ids[i] = docID(h.Key)
 	}
-	q := query.NewConjunctionQuery(append(textQueries(req.Text), query.NewDocIDQuery(ids)))
+	q := query.NewConjunctionQuery(append(x.textQueries(req.Text), query.NewDocIDQuery(ids)))
 	sr := bleve.NewSearchRequestOptions(q, len(ids), 0, false)
 	sr.Score = bleve.ScoreNone
 	sr.Highlight = bleve.NewHighlightWithStyle(html.Name)
@@ -612,10 +612,19 @@ func (x *Index) highlight(ctx context.Context, req msearch.Request, hits []msear
 }
 
 // textQueries are the queries of the words of text: every part must match, and a part is a
-// phrase of its tokens, so a CJK substring is its bigrams next to each other.
-func textQueries(text string) []query.Query {
+// phrase of its tokens, so a CJK substring is its bigrams next to each other. A part of one
+// token (a word, two CJK characters) is a term query: a phrase would read every match's
+// token positions, and a term lets Bleve intersect postings as bitmaps.
+func (x *Index) textQueries(text string) []query.Query {
+	an := x.idx.Mapping().AnalyzerNamed(textAnalyzer)
 	var qs []query.Query
 	for _, p := range strings.Fields(text) {
+		if an != nil {
+			if toks := an.Analyze([]byte(p)); len(toks) == 1 {
+				qs = append(qs, term(fText, string(toks[0].Term)))
+				continue
+			}
+		}
 		m := query.NewMatchPhraseQuery(p)
 		m.SetField(fText)
 		m.Analyzer = textAnalyzer
@@ -629,7 +638,7 @@ func (x *Index) query(req msearch.Request) query.Query {
 	if len(req.Scopes) == 0 {
 		return nil
 	}
-	must := textQueries(req.Text)
+	must := x.textQueries(req.Text)
 	if len(must) == 0 {
 		return nil
 	}
