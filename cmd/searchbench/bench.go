@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"sync"
@@ -25,13 +27,18 @@ type options struct {
 	seed          uint64
 	dir           string
 	hold          bool
+	// cpuProfile, when set, is where a CPU profile of the timed queries goes.
+	cpuProfile string
+	// reuseIndex says the index (-dir's, or -pg-url's table) already holds this corpus (same
+	// -messages, -conversations, -seed), so the bench generates the messages (for the viewer
+	// and the words) without indexing them again.
+	reuseIndex bool
+	// bleveBulk opens the bleve index for bulk loading.
+	bleveBulk bool
 	// pgSharedBuffers is the PostgreSQL server's shared_buffers.
 	pgSharedBuffers string
-	// pgURL is a database to use instead of a server of the bench's own; pgReuse says its
-	// table already holds this corpus (same -messages, -conversations, -seed), so the bench
-	// generates the messages (for the viewer and the words) without indexing them again.
-	pgURL   string
-	pgReuse bool
+	// pgURL is a database to use instead of a server of the bench's own.
+	pgURL string
 }
 
 func bench(ctx context.Context, o options, out io.Writer) error {
@@ -44,7 +51,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	c := newCorpus(o.seed, o.conversations)
 	fmt.Fprintf(out, "searchbench: engine %s, %d messages over %d conversations (seed %d), %d CPUs, batches of %d, %d writers\n",
 		o.engine, o.messages, o.conversations, o.seed, runtime.NumCPU(), o.batch, o.writers)
-	if o.pgReuse {
+	if o.reuseIndex {
 		for range o.messages {
 			c.next()
 		}
@@ -59,7 +66,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		if err := e.settle(ctx); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "settled (pg: VACUUM ANALYZE; bleve: nothing) in %s\n", time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(out, "settled (pg: VACUUM ANALYZE; bleve: waited for every batch to be on disk) in %s\n", time.Since(start).Round(time.Millisecond))
 	}
 	if size, err := e.size(); err != nil {
 		return err
@@ -77,6 +84,17 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 				return fmt.Errorf("%s: %w", k.name, err)
 			}
 		}
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	fmt.Fprintf(out, "| query (%d each, first 20) | p50 | p95 | p99 | hits/page | count (exact up to 10,000) |\n|---|---|---|---|---|---|\n", o.queries)
 	for _, k := range kinds {

@@ -34,7 +34,7 @@ func openEngine(ctx context.Context, o options) (*engine, error) {
 	case "pg":
 		return openPostgres(ctx, o.pgURL, o.pgSharedBuffers)
 	case "bleve":
-		return openBleve(o.dir)
+		return openBleve(o.dir, o.bleveBulk)
 	}
 	return nil, fmt.Errorf("unknown -engine %q: want pg or bleve", o.engine)
 }
@@ -107,15 +107,15 @@ func psql(ctx context.Context, url, sql string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-func openBleve(dir string) (*engine, error) {
+func openBleve(dir string, bulk bool) (*engine, error) {
 	path := filepath.Join(dir, "bleve")
-	x, err := bleveindex.Open(path, bleveindex.Options{})
+	x, err := bleveindex.Open(path, bleveindex.Options{Bulk: bulk})
 	if err != nil {
 		return nil, err
 	}
 	return &engine{
 		Engine: x,
-		settle: func(context.Context) error { return nil },
+		settle: func(context.Context) error { return x.Sync() },
 		size: func() (string, error) {
 			var total int64
 			err := filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {

@@ -5,11 +5,12 @@
 // page. It reports indexing throughput, the index's size, and p50/p95/p99 per query kind.
 //
 //	go run ./cmd/searchbench [-engine pg|bleve] [-messages N] [-conversations N] [-queries N] [-seed N] [-dir D]
+//	    [-bleve-bulk] [-reuse-index] [-cpuprofile F]
 //
 // With -engine pg it starts a PostgreSQL server of its own (internal/testenv, as the tests
 // do: initdb and postgres must be installed; ./scripts/need-postgres installs them); with
 // -engine bleve it builds the embedded index under the scratch directory. With -engine pg
-// -hold it keeps that server once done; -pg-url URL -pg-reuse then times the queries again on
+// -hold it keeps that server once done; -pg-url URL -reuse-index then times the queries again on
 // its database without indexing the messages again.
 package main
 
@@ -39,14 +40,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the generated messages")
 	fs.StringVar(&o.pgSharedBuffers, "pg-shared-buffers", "1GB", "shared_buffers of the PostgreSQL server (the tests' 64MB would measure the kernel's page cache, not PostgreSQL's)")
 	fs.StringVar(&o.pgURL, "pg-url", "", "with -engine pg: a database to use (its search table is created if missing) instead of a server of the bench's own; psql must be on PATH")
-	fs.BoolVar(&o.pgReuse, "pg-reuse", false, "with -pg-url: the table already holds this corpus (same -messages, -conversations, -seed, e.g. from a run with -hold): time the queries without indexing")
 	fs.BoolVar(&o.hold, "hold", false, "after the queries, keep the engine (and its PostgreSQL server) until interrupted, to look at it")
+	fs.BoolVar(&o.reuseIndex, "reuse-index", false, "with -dir (bleve) or -pg-url (pg) holding the index of an earlier run with the same -messages, -conversations and -seed (e.g. kept with -hold): generate the messages without indexing them again and time the queries")
+	fs.BoolVar(&o.bleveBulk, "bleve-bulk", false, "index with the bleve engine's bulk loading (batches not waited on to be on disk, one wait at the end, counted as settling) instead of a durable wait per batch as the gateway's writes")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed queries (not the indexing) to this file")
 	fs.StringVar(&o.dir, "dir", "", "scratch directory for the bleve index (default: a new temporary one, removed after)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if o.pgReuse && (o.engine != "pg" || o.pgURL == "") {
-		return fmt.Errorf("-pg-reuse needs -engine pg and -pg-url")
+	if o.reuseIndex && (o.engine == "pg" && o.pgURL == "" || o.engine == "bleve" && o.dir == "") {
+		return fmt.Errorf("-reuse-index needs -pg-url (engine pg) or -dir (engine bleve): the index to reuse")
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())

@@ -13,11 +13,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -36,6 +38,16 @@ type Options struct {
 	// CountLimit is the count up to which results are counted exactly. Default
 	// search.CountLimit; tests lower it.
 	CountLimit int
+	// FirstWindow (ms) and DirectScan tune how a page is looked for (see Search); the zero
+	// values are the defaults. Tests narrow them to page through windows on small data.
+	FirstWindow int64
+	DirectScan  int
+	// Bulk is for loading many messages at once (a bench, a rebuild from nothing): Apply
+	// returns once its changes are searchable, without waiting for them to be on disk, so
+	// Bleve writes many batches' segments at once instead of one per batch. Sync (and Close)
+	// wait for everything applied to be on disk. A gateway's live writes never use it: the
+	// outbox drops an intent only once its change is durable.
+	Bulk bool
 }
 
 // Index is a Bleve index of messages. It is safe for concurrent use.
@@ -51,6 +63,7 @@ type Index struct {
 	closed  bool
 	// created is set when Open made a new index.
 	created bool
+	shared  *sharedIndex
 }
 
 // Field names in the index.
@@ -79,6 +92,12 @@ func Open(dir string, opts Options) (*Index, error) {
 	if opts.CountLimit <= 0 {
 		opts.CountLimit = msearch.CountLimit
 	}
+	if opts.FirstWindow <= 0 {
+		opts.FirstWindow = firstWindow
+	}
+	if opts.DirectScan <= 0 {
+		opts.DirectScan = directScan
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("bleveindex: open %s: %w", dir, err)
@@ -86,29 +105,42 @@ func Open(dir string, opts Options) (*Index, error) {
 	opened.Lock()
 	defer opened.Unlock()
 	if sh := opened.byDir[abs]; sh != nil {
+		if sh.bulk != opts.Bulk {
+			return nil, fmt.Errorf("bleveindex: %s is open in this process with bulk loading %v: %w", dir, sh.bulk, ErrInUse)
+		}
 		sh.refs++
-		return &Index{opts: opts, idx: sh.idx, mu: sh.mu, dir: abs}, nil
+		return &Index{opts: opts, idx: sh.idx, mu: sh.mu, dir: abs, shared: sh}, nil
 	}
 	// Another process's lock is waited for a bounded time, and said, rather than a start
 	// that hangs.
-	idx, err := bleve.OpenUsing(abs, map[string]any{"bolt_timeout": lockWait.String()})
+	config := map[string]any{"bolt_timeout": lockWait.String()}
+	if opts.Bulk {
+		config["unsafe_batch"] = true
+	}
+	idx, err := bleve.OpenUsing(abs, config)
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("bleveindex: %s is in use by another process (an embedded index serves one gateway; several share -search-postgres): %w", dir, ErrInUse)
 	}
 	created := false
 	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
-		idx, err = bleve.New(abs, indexMapping())
+		delete(config, "bolt_timeout")
+		idx, err = bleve.NewUsing(abs, indexMapping(), bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, config)
 		created = true
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bleveindex: open %s: %w", dir, err)
 	}
-	sh := &sharedIndex{idx: idx, mu: new(sync.Mutex), refs: 1}
+	sh := &sharedIndex{idx: idx, mu: new(sync.Mutex), refs: 1, bulk: opts.Bulk}
+	sh.unsynced.cond = sync.NewCond(&sh.unsynced.mu)
+	if err := sh.loadTimes(); err != nil {
+		_ = idx.Close()
+		return nil, fmt.Errorf("bleveindex: open %s: %w", dir, err)
+	}
 	if opened.byDir == nil {
 		opened.byDir = map[string]*sharedIndex{}
 	}
 	opened.byDir[abs] = sh
-	return &Index{opts: opts, idx: idx, mu: sh.mu, dir: abs, created: created}, nil
+	return &Index{opts: opts, idx: idx, mu: sh.mu, dir: abs, created: created, shared: sh}, nil
 }
 
 // opened holds the indexes open in this process, by directory: Bleve's lock file admits one
@@ -122,6 +154,83 @@ type sharedIndex struct {
 	idx  bleve.Index
 	mu   *sync.Mutex
 	refs int
+	bulk bool
+	// newest and oldest bound the send times of the indexed messages: no message is newer
+	// than newest or older than oldest (removals leave them as they were).
+	newest, oldest atomic.Int64
+	// unsynced counts the bulk batches not yet on disk, and keeps the first error writing one.
+	unsynced struct {
+		mu   sync.Mutex
+		cond *sync.Cond
+		n    int
+		err  error
+	}
+}
+
+// loadTimes sets newest and oldest from the index.
+func (sh *sharedIndex) loadTimes() error {
+	sh.newest.Store(math.MinInt64)
+	sh.oldest.Store(math.MaxInt64)
+	for _, desc := range []bool{true, false} {
+		sr := bleve.NewSearchRequestOptions(query.NewMatchAllQuery(), 1, 0, false)
+		sr.SortByCustom(search.SortOrder{&search.SortField{Field: fTime, Type: search.SortFieldAsNumber, Desc: desc}})
+		sr.Score = bleve.ScoreNone
+		res, err := sh.idx.Search(sr)
+		if err != nil {
+			return err
+		}
+		if len(res.Hits) == 0 || len(res.Hits[0].DecodedSort) == 0 {
+			return nil
+		}
+		t, err := strconv.ParseFloat(res.Hits[0].DecodedSort[0], 64)
+		if err != nil {
+			return err
+		}
+		sh.sawTime(int64(t))
+	}
+	return nil
+}
+
+// sawTime widens newest and oldest to take in t.
+func (sh *sharedIndex) sawTime(t int64) {
+	for n := sh.newest.Load(); t > n && !sh.newest.CompareAndSwap(n, t); n = sh.newest.Load() {
+	}
+	for o := sh.oldest.Load(); t < o && !sh.oldest.CompareAndSwap(o, t); o = sh.oldest.Load() {
+	}
+}
+
+// track makes b counted until Bleve has written it to disk; the caller calls the returned
+// function when Bleve refused the batch (it will never be written).
+func (sh *sharedIndex) track(b *bleve.Batch) (refused func()) {
+	u := &sh.unsynced
+	u.mu.Lock()
+	u.n++
+	u.mu.Unlock()
+	var once sync.Once
+	done := func(err error) {
+		once.Do(func() {
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			u.n--
+			if err != nil && u.err == nil {
+				u.err = err
+			}
+			u.cond.Broadcast()
+		})
+	}
+	b.SetPersistedCallback(done)
+	return func() { done(nil) }
+}
+
+// sync waits until every tracked batch is on disk.
+func (sh *sharedIndex) sync() error {
+	u := &sh.unsynced
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for u.n > 0 {
+		u.cond.Wait()
+	}
+	return u.err
 }
 
 // Created reports whether Open made a new, empty index rather than open one.
@@ -286,12 +395,29 @@ func (x *Index) Apply(ctx context.Context, changes []msearch.Change) error {
 			if err != nil {
 				return err
 			}
+			// Before the batch is searchable, so that a search never sees a message outside
+			// the bounds.
+			x.shared.sawTime(d.SendTime)
 			if err := b.Index(id, f); err != nil {
 				return err
 			}
 		}
-		return x.idx.Batch(b)
+		if !x.opts.Bulk {
+			return x.idx.Batch(b)
+		}
+		refused := x.shared.track(b)
+		err := x.idx.Batch(b)
+		if err != nil {
+			refused()
+		}
+		return err
 	})
+}
+
+// Sync waits until every change applied so far is on disk (with Options.Bulk; without it,
+// Apply already waited).
+func (x *Index) Sync() error {
+	return x.use(x.shared.sync)
 }
 
 func contains(s []string, v string) bool {
@@ -327,6 +453,14 @@ func sourceOf(h *search.DocumentMatch) (*msearch.Doc, error) {
 }
 
 // Search answers one request.
+//
+// Sorting is what costs: Bleve reads the sort fields' doc values of every match, and the
+// matches of a common word in a viewer's conversations are spread over the whole index, so
+// a sorted query decompresses nearly every doc-value chunk. So the count is a query of its
+// own that sorts nothing, and the page is looked for among the newest matches first: in a
+// window of send times below the newest possible hit, widened until it holds a full page
+// (then the page is exactly the newest hits after the cursor: every match outside the window
+// is older than every match in it) or covers everything.
 func (x *Index) Search(ctx context.Context, req msearch.Request) (msearch.Result, error) {
 	var out msearch.Result
 	q := x.query(req)
@@ -337,50 +471,166 @@ func (x *Index) Search(ctx context.Context, req msearch.Request) (msearch.Result
 		}
 	}
 	err := x.use(func() error {
-		// One more hit than asked says whether there is a next page.
-		sr := bleve.NewSearchRequestOptions(q, req.First+1, 0, false)
-		sr.SortByCustom(search.SortOrder{
-			&search.SortField{Field: fTime, Type: search.SortFieldAsNumber, Desc: true},
-			&search.SortField{Field: fConv, Type: search.SortFieldAsString},
-			&search.SortField{Field: fSeq, Type: search.SortFieldAsNumber, Desc: true},
-		})
-		if req.After != nil {
-			sr.SearchAfter = []string{
-				strconv.FormatInt(req.After.SendTime, 10),
-				req.After.ConversationID,
-				strconv.FormatInt(req.After.Seq, 10),
-			}
-		}
-		sr.Score = bleve.ScoreNone // ordered by time, not relevance
-		sr.Fields = []string{fSource}
-		sr.Highlight = bleve.NewHighlightWithStyle(html.Name)
-		sr.Highlight.AddField(fText)
-		res, err := x.idx.SearchInContext(ctx, sr)
+		cr := bleve.NewSearchRequestOptions(q, 0, 0, false)
+		cr.Score = bleve.ScoreNone
+		res, err := x.idx.SearchInContext(ctx, cr)
 		if err != nil {
 			return err
 		}
-		out.Count, out.CountIsExact = int(res.Total), int(res.Total) <= x.opts.CountLimit
+		total := int(res.Total)
+		out.Count, out.CountIsExact = total, total <= x.opts.CountLimit
 		if !out.CountIsExact {
 			out.Count = x.opts.CountLimit
 		}
-		for _, h := range res.Hits {
+		if total == 0 || req.First == 0 {
+			return nil
+		}
+		hits, err := x.page(ctx, req, q, total)
+		if err != nil {
+			return err
+		}
+		for _, h := range hits {
 			if len(out.Hits) == req.First {
 				out.HasMore = true
 				break
 			}
-			d, err := sourceOf(h)
+			k, ok := parseDocID(h.ID)
+			if !ok || len(h.DecodedSort) == 0 {
+				return fmt.Errorf("hit %q: no key or send time", h.ID)
+			}
+			t, err := strconv.ParseFloat(h.DecodedSort[0], 64)
 			if err != nil {
-				return err
+				return fmt.Errorf("hit %q: send time %q: %w", h.ID, h.DecodedSort[0], err)
 			}
-			hit := msearch.Hit{Key: d.Key, SendTime: d.SendTime}
-			if fr := h.Fragments[fText]; len(fr) > 0 {
-				hit.Highlight = fr[0]
-			}
-			out.Hits = append(out.Hits, hit)
+			out.Hits = append(out.Hits, msearch.Hit{Key: k, SendTime: int64(t)})
 		}
-		return nil
+		return x.highlight(ctx, req, out.Hits)
 	})
 	return out, err
+}
+
+// Page windows: the first spans firstWindow of send times; each next one is wider by the
+// factor the last one's hit density says a full page needs, twice over, within
+// [minGrowth, maxGrowth]. Fewer matches than directScan are sorted at once: they touch few
+// doc-value chunks whatever their times.
+const (
+	firstWindow = int64(time.Hour / time.Millisecond)
+	minGrowth   = 4
+	maxGrowth   = 64
+	directScan  = 500
+)
+
+// page finds the first req.First+1 matches of q after req.After, newest first, q having
+// total matches in all.
+func (x *Index) page(ctx context.Context, req msearch.Request, q query.Query, total int) ([]*search.DocumentMatch, error) {
+	need := req.First + 1
+	// hi is the newest send time a hit can have.
+	hi := x.shared.newest.Load()
+	if req.After != nil {
+		hi = min(hi, req.After.SendTime)
+	}
+	if req.SentBefore != 0 {
+		hi = min(hi, req.SentBefore-1)
+	}
+	oldest := x.shared.oldest.Load()
+	w := x.opts.FirstWindow
+	for total > x.opts.DirectScan {
+		lo := hi - w + 1
+		if lo <= oldest || (req.SentAfter != 0 && lo <= req.SentAfter) || w > hi-oldest {
+			break // the window holds every match: one sorted query over all of them
+		}
+		loF, hiF, incl := float64(lo), float64(hi), true
+		r := query.NewNumericRangeInclusiveQuery(&loF, &hiF, &incl, &incl)
+		r.SetField(fTime)
+		hits, err := x.sorted(ctx, req, query.NewConjunctionQuery([]query.Query{q, r}), need)
+		if err != nil || len(hits) >= need {
+			return hits, err
+		}
+		w *= min(max(int64(2*need/(len(hits)+1)), minGrowth), maxGrowth)
+	}
+	return x.sorted(ctx, req, q, need)
+}
+
+// sorted returns the first n matches of q after req.After, in the result order, with their
+// sort values.
+func (x *Index) sorted(ctx context.Context, req msearch.Request, q query.Query, n int) ([]*search.DocumentMatch, error) {
+	sr := bleve.NewSearchRequestOptions(q, n, 0, false)
+	sr.SortByCustom(search.SortOrder{
+		&search.SortField{Field: fTime, Type: search.SortFieldAsNumber, Desc: true},
+		&search.SortField{Field: fConv, Type: search.SortFieldAsString},
+		&search.SortField{Field: fSeq, Type: search.SortFieldAsNumber, Desc: true},
+	})
+	if req.After != nil {
+		sr.SearchAfter = []string{
+			strconv.FormatInt(req.After.SendTime, 10),
+			req.After.ConversationID,
+			strconv.FormatInt(req.After.Seq, 10),
+		}
+	}
+	// Neither scores, stored fields nor term vectors are asked for: without them Bleve
+	// merges the postings of the scope's conversation terms into one bitmap and intersects
+	// it with the words' instead of walking a heap of term searchers per match. The page's
+	// highlights are a second, small query.
+	sr.Score = bleve.ScoreNone
+	res, err := x.idx.SearchInContext(ctx, sr)
+	if err != nil {
+		return nil, err
+	}
+	return res.Hits, nil
+}
+
+// highlight fills the hits' highlights: the text query again, narrowed to the page's
+// documents, with term vectors for the highlighter. A hit gone since the first query keeps
+// none.
+func (x *Index) highlight(ctx context.Context, req msearch.Request, hits []msearch.Hit) error {
+	if len(hits) == 0 {
+		return nil
+	}
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = docID(h.Key)
+	}
+	q := query.NewConjunctionQuery(append(x.textQueries(req.Text), query.NewDocIDQuery(ids)))
+	sr := bleve.NewSearchRequestOptions(q, len(ids), 0, false)
+	sr.Score = bleve.ScoreNone
+	sr.Highlight = bleve.NewHighlightWithStyle(html.Name)
+	sr.Highlight.AddField(fText)
+	res, err := x.idx.SearchInContext(ctx, sr)
+	if err != nil {
+		return err
+	}
+	byID := make(map[string]string, len(res.Hits))
+	for _, h := range res.Hits {
+		if fr := h.Fragments[fText]; len(fr) > 0 {
+			byID[h.ID] = fr[0]
+		}
+	}
+	for i := range hits {
+		hits[i].Highlight = byID[ids[i]]
+	}
+	return nil
+}
+
+// textQueries are the queries of the words of text: every part must match, and a part is a
+// phrase of its tokens, so a CJK substring is its bigrams next to each other. A part of one
+// token (a word, two CJK characters) is a term query: a phrase would read every match's
+// token positions, and a term lets Bleve intersect postings as bitmaps.
+func (x *Index) textQueries(text string) []query.Query {
+	an := x.idx.Mapping().AnalyzerNamed(textAnalyzer)
+	var qs []query.Query
+	for _, p := range strings.Fields(text) {
+		if an != nil {
+			if toks := an.Analyze([]byte(p)); len(toks) == 1 {
+				qs = append(qs, term(fText, string(toks[0].Term)))
+				continue
+			}
+		}
+		m := query.NewMatchPhraseQuery(p)
+		m.SetField(fText)
+		m.Analyzer = textAnalyzer
+		qs = append(qs, m)
+	}
+	return qs
 }
 
 // query builds the Bleve query of a request, nil when it can match nothing.
@@ -388,18 +638,9 @@ func (x *Index) query(req msearch.Request) query.Query {
 	if len(req.Scopes) == 0 {
 		return nil
 	}
-	var must []query.Query
-	// Every part of the query text must match; a part is a phrase of its tokens, so a CJK
-	// substring is its bigrams next to each other.
-	parts := strings.Fields(req.Text)
-	if len(parts) == 0 {
+	must := x.textQueries(req.Text)
+	if len(must) == 0 {
 		return nil
-	}
-	for _, p := range parts {
-		m := query.NewMatchPhraseQuery(p)
-		m.SetField(fText)
-		m.Analyzer = textAnalyzer
-		must = append(must, m)
 	}
 	// Scopes: whole conversations by one disjunction of terms, the rest from their min seq.
 	var whole []string
@@ -490,5 +731,5 @@ func (x *Index) Close() error {
 		return nil
 	}
 	delete(opened.byDir, x.dir)
-	return x.idx.Close()
+	return errors.Join(sh.sync(), x.idx.Close())
 }

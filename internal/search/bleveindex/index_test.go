@@ -39,6 +39,18 @@ func TestConformanceFullCount(t *testing.T) {
 	})
 }
 
+// TestConformanceNarrowWindows runs the suite with every page looked for through windows of
+// send times from a millisecond wide, as pages of a large index are.
+func TestConformanceNarrowWindows(t *testing.T) {
+	searchtest.Run(t, func(t *testing.T) search.Engine {
+		x, err := Open(t.TempDir()+"/index", Options{CountLimit: 500, FirstWindow: 1, DirectScan: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	})
+}
+
 // TestReopenKeepsIndex checks that what was indexed is found after the index is closed and
 // opened again (a gateway restart), and that a closed index answers ErrUnavailable.
 func TestReopenKeepsIndex(t *testing.T) {
