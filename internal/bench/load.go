@@ -154,3 +154,56 @@ func newClient(concurrency int) *http.Client {
 	tr.DisableCompression = true
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
+
+// pairSlot is how long each handler is driven in one pair of drivePairs: short, so that the
+// two of a pair see nearly the same machine.
+const pairSlot = time.Second
+
+// pairs are the ratios of drivePairs' pairs, the first handler's rate over the second's.
+type pairs []float64
+
+func (p pairs) quantile(q float64) float64 {
+	if len(p) == 0 {
+		return 0
+	}
+	sorted := slices.Sorted(slices.Values(p))
+	return sorted[int(q*float64(len(sorted)-1)+0.5)]
+}
+
+func (p pairs) median() float64 {
+	if len(p) == 0 {
+		return 0
+	}
+	sorted := slices.Sorted(slices.Values(p))
+	if n := len(sorted); n%2 == 0 {
+		return (sorted[n/2-1] + sorted[n/2]) / 2
+	}
+	return sorted[len(sorted)/2]
+}
+
+// drivePairs drives a and b n times each for pairSlot, in pairs, a first in one pair and b
+// first in the next, so that neither is favoured by going first; it returns each handler's
+// total and the ratio of each pair's rates. On a shared machine whose load moves within
+// seconds, the rates of two runs of a few seconds each differ by more than a few percent
+// however alike the handlers; the two of a pair, a second apart, see nearly the same load,
+// and the median of many pairs' ratios leaves out the pairs a burst of load fell on unevenly.
+func drivePairs(ctx context.Context, client *http.Client, a, b target, concurrency, n int) (ra, rb result, ratios pairs) {
+	for i := range n {
+		var x, y result
+		if i%2 == 0 {
+			x = drive(ctx, client, a, concurrency, pairSlot)
+			y = drive(ctx, client, b, concurrency, pairSlot)
+		} else {
+			y = drive(ctx, client, b, concurrency, pairSlot)
+			x = drive(ctx, client, a, concurrency, pairSlot)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		ra, rb = ra.merge(x), rb.merge(y)
+		if y.perSecond() > 0 {
+			ratios = append(ratios, x.perSecond()/y.perSecond())
+		}
+	}
+	return ra, rb, ratios
+}
