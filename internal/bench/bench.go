@@ -140,9 +140,9 @@ type scenario struct {
 	base     http.Handler
 	// labels name the two handlers in the report; default "gateway" and "baseline".
 	gatewayLabel, baselineLabel string
-	// paired: the two are driven in many short rounds, one after the other, and the ratio is
-	// the median of the rounds' ratios (drivePairs), for a ratio close to 1 that the
-	// machine's drift would otherwise hide.
+	// paired: the two are driven at once, half the clients each, in many short rounds, and
+	// the ratio is the median of the rounds' ratios (drivePairs), for a ratio close to 1 that
+	// the machine's drift would otherwise hide.
 	paired bool
 }
 
@@ -410,7 +410,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	// drift during a run moves every page alike and pages can be compared with each other
 	// (GroupOverSingle), not only each with its baseline.
 	for _, s := range measured {
-		fmt.Fprintf(o.Out, "measuring %s: %d rounds of %s per handler, %d clients...\n", s.name, o.Rounds, o.Duration, o.Concurrency)
+		if !s.paired {
+			fmt.Fprintf(o.Out, "measuring %s: %d rounds of %s per handler, %d clients...\n", s.name, o.Rounds, o.Duration, o.Concurrency)
+		}
 		// A short warm-up of each, so that neither pays for connections or first reads.
 		drive(ctx, client, s.gateway, o.Concurrency, o.Duration/5)
 		drive(ctx, client, s.baseline, o.Concurrency, o.Duration/5)
@@ -430,8 +432,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		if !s.paired {
 			continue
 		}
-		n := max(1, int(time.Duration(o.Rounds)*o.Duration/pairSlot))
-		fmt.Fprintf(o.Out, "measuring %s in %d pairs of %s per handler, alternating which goes first...\n", s.name, n, pairSlot)
+		// As long as the two would be driven one after the other.
+		n := max(1, int(2*time.Duration(o.Rounds)*o.Duration/pairSlot))
+		fmt.Fprintf(o.Out, "measuring %s: %d pairs of %s, the two at once, %d clients each...\n", s.name, n, pairSlot, max(1, o.Concurrency/2))
 		var p pairs
 		gws[i], bases[i], p = drivePairs(ctx, client, s.gateway, s.baseline, o.Concurrency, n)
 		pairedRatios[s.name] = p.median()

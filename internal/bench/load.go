@@ -155,8 +155,7 @@ func newClient(concurrency int) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
-// pairSlot is how long each handler is driven in one pair of drivePairs: short, so that the
-// two of a pair see nearly the same machine.
+// pairSlot is how long the two handlers of drivePairs are driven together in one pair.
 const pairSlot = time.Second
 
 // pairs are the ratios of drivePairs' pairs, the first handler's rate over the second's.
@@ -181,22 +180,21 @@ func (p pairs) median() float64 {
 	return sorted[len(sorted)/2]
 }
 
-// drivePairs drives a and b n times each for pairSlot, in pairs, a first in one pair and b
-// first in the next, so that neither is favoured by going first; it returns each handler's
-// total and the ratio of each pair's rates. On a shared machine whose load moves within
-// seconds, the rates of two runs of a few seconds each differ by more than a few percent
-// however alike the handlers; the two of a pair, a second apart, see nearly the same load,
-// and the median of many pairs' ratios leaves out the pairs a burst of load fell on unevenly.
+// drivePairs drives a and b at once, half the clients each, n times for pairSlot, and
+// returns each handler's total and the ratio of their rates in each pair. On a shared
+// machine whose load moves within a second, two handlers driven one after the other see
+// different machines, and two runs of a few seconds each differ by more than a few percent
+// however alike the handlers; driven at once they share every burst of load, and the median
+// of many pairs leaves out the pairs a burst fell on unevenly.
 func drivePairs(ctx context.Context, client *http.Client, a, b target, concurrency, n int) (ra, rb result, ratios pairs) {
-	for i := range n {
+	half := max(1, concurrency/2)
+	for range n {
 		var x, y result
-		if i%2 == 0 {
-			x = drive(ctx, client, a, concurrency, pairSlot)
-			y = drive(ctx, client, b, concurrency, pairSlot)
-		} else {
-			y = drive(ctx, client, b, concurrency, pairSlot)
-			x = drive(ctx, client, a, concurrency, pairSlot)
-		}
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); x = drive(ctx, client, a, half, pairSlot) }()
+		go func() { defer wg.Done(); y = drive(ctx, client, b, half, pairSlot) }()
+		wg.Wait()
 		if ctx.Err() != nil {
 			break
 		}
