@@ -29,58 +29,59 @@ const (
 // gets one span for its start (its resolver: the subscription's catch-up reads follow from
 // it) and one per event delivered, child of that one. Installed only when tracing is on, and
 // then spans only operations of sampled traces: an operation of a request not sampled
-// costs a context lookup.
+// costs a context lookup. It intercepts operations alone, and spans their answers by
+// wrapping the handler that makes them: gqlgen makes a closure per request for each kind of
+// interception an extension has, sampled or not. An answer refused before an operation was
+// chosen (a parse error, the limits) has the HTTP request's span only.
 type tracingExtension struct{ tracer trace.Tracer }
 
 func (tracingExtension) ExtensionName() string                   { return "msggate tracing" }
 func (tracingExtension) Validate(graphql.ExecutableSchema) error { return nil }
 
-// InterceptOperation spans a subscription's start: a query's or a mutation's work happens
-// when its response is made (InterceptResponse), a subscription's resolver runs here.
+// InterceptOperation spans a subscription's start around its resolver, which runs here; a
+// query's or a mutation's work, and a subscription's events, happen when the handler it
+// returns is called, and are spanned there.
 func (e tracingExtension) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	op := graphql.GetOperationContext(ctx).Operation
-	if op == nil || op.Operation != ast.Subscription || !trace.SpanContextFromContext(ctx).IsSampled() {
+	if op == nil || !trace.SpanContextFromContext(ctx).IsSampled() {
 		return next(ctx)
 	}
-	ctx, span := e.tracer.Start(ctx, spanName(op), trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(operationAttributes(op)...))
-	defer span.End()
-	return next(ctx)
+	name := spanName(op)
+	if op.Operation == ast.Subscription {
+		subCtx, span := e.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(operationAttributes(op)...))
+		defer span.End()
+		ctx = subCtx
+		name += " event"
+	}
+	return e.answers(next(ctx), name, operationAttributes(op))
 }
 
-// InterceptResponse spans a query or a mutation (and one event of a subscription), from the
-// execution of its fields to its answer. It runs for answers refused before an operation was
-// chosen too (parse errors, the limits), which get a span named as no operation.
-func (e tracingExtension) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-	if !trace.SpanContextFromContext(ctx).IsSampled() {
-		return next(ctx)
-	}
-	var op *ast.OperationDefinition
-	if graphql.HasOperationContext(ctx) {
-		op = graphql.GetOperationContext(ctx).Operation
-	}
-	name := "GraphQL Operation"
-	var attrs []attribute.KeyValue
-	if op != nil {
-		name, attrs = spanName(op), operationAttributes(op)
-		if op.Operation == ast.Subscription {
-			name += " event"
+// answers spans each answer responses makes, from the execution of its fields to the answer
+// with its errors: the one of a query or a mutation, each event of a subscription. gqlgen
+// calls the handler with the context its operation's interceptors left, so that an event's
+// span is a child of its subscription's.
+func (e tracingExtension) answers(responses graphql.ResponseHandler, name string, attrs []attribute.KeyValue) graphql.ResponseHandler {
+	return func(ctx context.Context) *graphql.Response {
+		if ctx.Err() != nil {
+			// A subscription's end: no answer to span.
+			return responses(ctx)
 		}
-	}
-	ctx, span := e.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
-	defer span.End()
-	resp := next(ctx)
-	if resp != nil && len(resp.Errors) > 0 && span.IsRecording() {
-		codeList := make([]string, len(resp.Errors))
-		for i, err := range resp.Errors {
-			code, _ := err.Extensions["code"].(string)
-			codeList[i] = code
+		ctx, span := e.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+		defer span.End()
+		resp := responses(ctx)
+		if resp != nil && len(resp.Errors) > 0 && span.IsRecording() {
+			codeList := make([]string, len(resp.Errors))
+			for i, err := range resp.Errors {
+				code, _ := err.Extensions["code"].(string)
+				codeList[i] = code
+			}
+			span.SetAttributes(attribute.StringSlice(attrErrorCodes, codeList))
+			// The codes, not the messages: a message may quote what the client sent.
+			span.SetStatus(codes.Error, strings.Join(codeList, ","))
 		}
-		span.SetAttributes(attribute.StringSlice(attrErrorCodes, codeList))
-		// The codes, not the messages: a message may quote what the client sent.
-		span.SetStatus(codes.Error, strings.Join(codeList, ","))
+		return resp
 	}
-	return resp
 }
 
 func spanName(op *ast.OperationDefinition) string {

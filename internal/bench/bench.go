@@ -140,6 +140,10 @@ type scenario struct {
 	base     http.Handler
 	// labels name the two handlers in the report; default "gateway" and "baseline".
 	gatewayLabel, baselineLabel string
+	// paired: the two are driven at once, half the clients each, in many short rounds, and
+	// the ratio is the median of the rounds' ratios (drivePairs), for a ratio close to 1 that
+	// the machine's drift would otherwise hide.
+	paired bool
 }
 
 // Run starts a redis-server, the gateway on the embedded store, fills them, checks that the
@@ -385,7 +389,8 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			return Report{}, err
 		}
 		scenarios = append(scenarios, scenario{name: tracedHistoryName, gateway: tg.history, handler: tg.handler,
-			baseline: untraced.history, base: untraced.handler, gatewayLabel: "tracing 1%", baselineLabel: "tracing off"})
+			baseline: untraced.history, base: untraced.handler, gatewayLabel: "tracing 1%", baselineLabel: "tracing off",
+			paired: true})
 		defer func() {
 			fmt.Fprintf(o.Out, "\nthe traced gateway's collector took %d OTLP exports\n", tg.spans.Load())
 		}()
@@ -405,7 +410,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	// drift during a run moves every page alike and pages can be compared with each other
 	// (GroupOverSingle), not only each with its baseline.
 	for _, s := range measured {
-		fmt.Fprintf(o.Out, "measuring %s: %d rounds of %s per handler, %d clients...\n", s.name, o.Rounds, o.Duration, o.Concurrency)
+		if !s.paired {
+			fmt.Fprintf(o.Out, "measuring %s: %d rounds of %s per handler, %d clients...\n", s.name, o.Rounds, o.Duration, o.Concurrency)
+		}
 		// A short warm-up of each, so that neither pays for connections or first reads.
 		drive(ctx, client, s.gateway, o.Concurrency, o.Duration/5)
 		drive(ctx, client, s.baseline, o.Concurrency, o.Duration/5)
@@ -413,9 +420,26 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	gws, bases := make([]result, len(measured)), make([]result, len(measured))
 	for range o.Rounds {
 		for i, s := range measured {
+			if s.paired {
+				continue
+			}
 			gws[i] = gws[i].merge(drive(ctx, client, s.gateway, o.Concurrency, o.Duration))
 			bases[i] = bases[i].merge(drive(ctx, client, s.baseline, o.Concurrency, o.Duration))
 		}
+	}
+	pairedRatios := map[string]float64{}
+	for i, s := range measured {
+		if !s.paired {
+			continue
+		}
+		// As long as the two would be driven one after the other.
+		n := max(1, int(2*time.Duration(o.Rounds)*o.Duration/pairSlot))
+		fmt.Fprintf(o.Out, "measuring %s: %d pairs of %s, the two at once, %d clients each...\n", s.name, n, pairSlot, max(1, o.Concurrency/2))
+		var p pairs
+		gws[i], bases[i], p = drivePairs(ctx, client, s.gateway, s.baseline, o.Concurrency, n)
+		pairedRatios[s.name] = p.median()
+		defer fmt.Fprintf(o.Out, "\n%s: %s / %s per pair of %s: median %.2fx, quartiles %.2fx to %.2fx, %d pairs\n",
+			s.name, s.gatewayLabel, s.baselineLabel, pairSlot, p.median(), p.quantile(0.25), p.quantile(0.75), len(p))
 	}
 	if ctx.Err() != nil {
 		return Report{}, ctx.Err()
@@ -432,7 +456,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		gw, base := gws[i], bases[i]
 		report.Rows = append(report.Rows, rowOf(s.name, cmp.Or(s.gatewayLabel, "gateway"), gw, gwAllocs),
 			rowOf(s.name, cmp.Or(s.baselineLabel, "baseline"), base, baseAllocs))
-		if base.perSecond() > 0 {
+		if ratio, ok := pairedRatios[s.name]; ok {
+			report.Ratios[s.name] = ratio
+		} else if base.perSecond() > 0 {
 			report.Ratios[s.name] = gw.perSecond() / base.perSecond()
 		}
 	}

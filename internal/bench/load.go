@@ -154,3 +154,54 @@ func newClient(concurrency int) *http.Client {
 	tr.DisableCompression = true
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
+
+// pairSlot is how long the two handlers of drivePairs are driven together in one pair.
+const pairSlot = time.Second
+
+// pairs are the ratios of drivePairs' pairs, the first handler's rate over the second's.
+type pairs []float64
+
+func (p pairs) quantile(q float64) float64 {
+	if len(p) == 0 {
+		return 0
+	}
+	sorted := slices.Sorted(slices.Values(p))
+	return sorted[int(q*float64(len(sorted)-1)+0.5)]
+}
+
+func (p pairs) median() float64 {
+	if len(p) == 0 {
+		return 0
+	}
+	sorted := slices.Sorted(slices.Values(p))
+	if n := len(sorted); n%2 == 0 {
+		return (sorted[n/2-1] + sorted[n/2]) / 2
+	}
+	return sorted[len(sorted)/2]
+}
+
+// drivePairs drives a and b at once, half the clients each, n times for pairSlot, and
+// returns each handler's total and the ratio of their rates in each pair. On a shared
+// machine whose load moves within a second, two handlers driven one after the other see
+// different machines, and two runs of a few seconds each differ by more than a few percent
+// however alike the handlers; driven at once they share every burst of load, and the median
+// of many pairs leaves out the pairs a burst fell on unevenly.
+func drivePairs(ctx context.Context, client *http.Client, a, b target, concurrency, n int) (ra, rb result, ratios pairs) {
+	half := max(1, concurrency/2)
+	for range n {
+		var x, y result
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); x = drive(ctx, client, a, half, pairSlot) }()
+		go func() { defer wg.Done(); y = drive(ctx, client, b, half, pairSlot) }()
+		wg.Wait()
+		if ctx.Err() != nil {
+			break
+		}
+		ra, rb = ra.merge(x), rb.merge(y)
+		if y.perSecond() > 0 {
+			ratios = append(ratios, x.perSecond()/y.perSecond())
+		}
+	}
+	return ra, rb, ratios
+}

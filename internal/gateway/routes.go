@@ -75,7 +75,7 @@ func (g *Gateway) Handler() http.Handler {
 				"Get a token with: go run . token -user alice\n")
 		})
 	}
-	// The trace's span outside the access log: the log line names the trace, and the span
+	// The access log starts each request's span: the log line names the trace, and the span
 	// the request ID.
-	return tracing.Handler(g.Config.TracerProvider, ops.LogRequests(g.Logger, mux))
+	return ops.LogTracedRequests(g.Logger, tracing.RequestSpans(g.Config.TracerProvider), mux)
 }

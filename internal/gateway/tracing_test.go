@@ -1,9 +1,13 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +16,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"bytes"
-	"encoding/json"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/ops"
@@ -321,5 +323,69 @@ func TestTracingSubscriptionEvent(t *testing.T) {
 	}
 	if catchUp == 0 {
 		t.Errorf("no Redis read under the subscription (its catch-up): %s", names(spans))
+	}
+}
+
+// Ensure tracing on costs a request its trace does not sample next to nothing: the warm
+// history page, served by the gateway's real handler with tracing on and no request sampled,
+// makes at most a few more allocations than the same page from a twin gateway with tracing
+// off, on the same stores. The counts take in the process's other goroutines too (the
+// gateways' relay and identity loops), so each handler is counted several times, in turn,
+// and its lowest count is compared.
+func TestTracingUnsampledRequestAllocations(t *testing.T) {
+	rs := testenv.Redis(t)
+	mdb := testenv.Mongo(t)
+	cfg := gatewaytest.Config(rs.URL(), mdb)
+	cfg.Handler.RateLimit = -1
+	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	off := gatewaytest.Open(t, cfg, logger)
+	testenv.IndexIDs(t, cfg.MongoURI, cfg.MongoDatabase)
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())),
+		sdktrace.WithSpanProcessor(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	cfg.TracerProvider = tp
+	on := gatewaytest.Open(t, cfg, logger)
+
+	msgs := make([]*im.Message, 30)
+	for i := range msgs {
+		msgs[i] = &im.Message{SendID: "bob", RecvID: "alice", ContentType: 101, Content: "warm page"}
+	}
+	if _, err := off.Ingest.Ingest(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := im.SingleConversationID("alice", "bob")
+	body, _ := json.Marshal(map[string]any{"query": tracedHistory, "variables": map[string]any{"id": conv}})
+	token := (&gatewaytest.Gateway{Gateway: off, T: t}).Token("alice")
+	page := func(h http.Handler) func() {
+		return func() {
+			req := httptest.NewRequest(http.MethodPost, "/query", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+token)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"seq":30`)) {
+				t.Fatalf("history page: %d %.300s", rec.Code, rec.Body.Bytes())
+			}
+		}
+	}
+	handlers := map[string]http.Handler{"off": off.Handler(), "on": on.Handler()}
+	lowest := map[string]float64{}
+	for round := range 5 {
+		for _, name := range []string{"off", "on"} {
+			page(handlers[name])() // warm: the chunks in memory, the connections open
+			n := testing.AllocsPerRun(100, page(handlers[name]))
+			if round == 0 || n < lowest[name] {
+				lowest[name] = n
+			}
+		}
+	}
+	if len(spans.Ended()) != 0 {
+		t.Errorf("%d spans recorded, want none: no request was sampled", len(spans.Ended()))
+	}
+	t.Logf("allocations per warm history page: tracing off %.0f, tracing on and not sampled %.0f", lowest["off"], lowest["on"])
+	if extra := lowest["on"] - lowest["off"]; extra > 3 {
+		t.Errorf("an unsampled request makes %.0f allocations with tracing on, %.0f with it off: %.0f more, want at most 3",
+			lowest["on"], lowest["off"], extra)
 	}
 }

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"bufio"
+	"context"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,20 +23,37 @@ var quietPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": 
 // X-Request-ID when sane, otherwise a new random one), echoes it in the response's
 // X-Request-ID header, puts it in the request's context for WithRequestIDs loggers, and logs
 // one "request" line when the handler returns: method, path, status, bytes, duration_ms,
-// request_id and, for GraphQL, operation. Inside a traced request (tracing.Handler outside
-// it) the line names the trace (trace_id, span_id: WithRequestIDs), and the request's span
-// carries the request ID as msggate.request_id, so that each leads to the other.
+// request_id and, for GraphQL, operation.
 func LogRequests(logger *slog.Logger, next http.Handler) http.Handler {
+	return LogTracedRequests(logger, nil, next)
+}
+
+// RequestSpan starts a request's trace span (tracing.RequestSpans): it returns the request's
+// context with the span in it and, when the span is recorded, what ends it with the
+// response's status and size.
+type RequestSpan func(ctx context.Context, r *http.Request) (context.Context, func(status int, bytes int64))
+
+// LogTracedRequests is LogRequests that also starts each request's span with span (nil:
+// none, as LogRequests). The line of a request in a sampled trace names the trace (trace_id,
+// span_id: WithRequestIDs), and the request's span carries the request ID as
+// msggate.request_id, so that each leads to the other.
+func LogTracedRequests(logger *slog.Logger, span RequestSpan, next http.Handler) http.Handler {
 	logger = WithRequestIDs(logger)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		began := time.Now()
 		info := &requestInfo{id: requestID(r.Header.Get(RequestIDHeader))}
 		w.Header().Set(RequestIDHeader, info.id)
 		ctx := withRequestInfo(r.Context(), info)
-		if span := trace.SpanFromContext(ctx); span.IsRecording() {
-			span.SetAttributes(attribute.String(RequestIDAttribute, info.id))
+		var endSpan func(int, int64)
+		if span != nil {
+			ctx, endSpan = span(ctx, r)
 		}
 		rec := &responseRecorder{ResponseWriter: w}
+		if endSpan != nil {
+			trace.SpanFromContext(ctx).SetAttributes(attribute.String(RequestIDAttribute, info.id))
+			// Deferred: a handler's panic, which net/http recovers, still ends the span.
+			defer func() { endSpan(rec.finalStatus(), rec.bytes) }()
+		}
 		next.ServeHTTP(rec, r.WithContext(ctx))
 
 		level := slog.LevelInfo
@@ -45,15 +63,10 @@ func LogRequests(logger *slog.Logger, next http.Handler) http.Handler {
 		if !logger.Enabled(ctx, level) {
 			return
 		}
-		status := rec.status
-		if status == 0 {
-			// Nothing was written: net/http answers 200 with an empty body.
-			status = http.StatusOK
-		}
 		attrs := []slog.Attr{
 			slog.String("method", r.Method),
 			slog.String("path", r.URL.Path),
-			slog.Int("status", status),
+			slog.Int("status", rec.finalStatus()),
 			slog.Int64("bytes", rec.bytes),
 			slog.Float64("duration_ms", float64(time.Since(began).Microseconds())/1000),
 		}
@@ -71,6 +84,15 @@ type responseRecorder struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+}
+
+// finalStatus is the response's status once the handler has returned.
+func (w *responseRecorder) finalStatus() int {
+	if w.status == 0 {
+		// Nothing was written: net/http answers 200 with an empty body.
+		return http.StatusOK
+	}
+	return w.status
 }
 
 func (w *responseRecorder) WriteHeader(code int) {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/msggate/msggate/internal/testenv"
 )
 
@@ -121,5 +123,30 @@ func TestWithRequestIDsWrapsOnce(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), `"request_id":"abc"`) || !strings.Contains(buf.String(), `"k":"v"`) {
 		t.Errorf("line %s lacks request_id or the logger's attributes", buf.String())
+	}
+}
+
+// Ensure a line names its trace only when the trace is sampled: an unsampled trace has no
+// spans for the IDs to lead to.
+func TestWithRequestIDsNamesSampledTraces(t *testing.T) {
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	for _, sampled := range []bool{true, false} {
+		var buf testenv.LogBuffer
+		logger := WithRequestIDs(jsonLogger(&buf, slog.LevelInfo))
+		sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid})
+		if sampled {
+			sc = sc.WithTraceFlags(trace.FlagsSampled)
+		}
+		ctx := trace.ContextWithSpanContext(withRequestInfo(t.Context(), &requestInfo{id: "abc"}), sc)
+		logger.InfoContext(ctx, "hello")
+		lines := buf.Lines(t)
+		if len(lines) != 1 || lines[0]["request_id"] != "abc" {
+			t.Fatalf("sampled %v: lines %v, want one with request_id abc", sampled, lines)
+		}
+		_, named := lines[0]["trace_id"]
+		if named != sampled || (sampled && (lines[0]["trace_id"] != tid.String() || lines[0]["span_id"] != sid.String())) {
+			t.Errorf("sampled %v: line %v", sampled, lines[0])
+		}
 	}
 }

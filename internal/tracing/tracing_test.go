@@ -86,7 +86,7 @@ func clearEnv(t *testing.T) {
 	}
 }
 
-// Ensure a request traced through Handler reaches a collector over OTLP/HTTP when
+// Ensure a request's span (RequestSpans) reaches a collector over OTLP/HTTP when
 // OTEL_EXPORTER_OTLP_ENDPOINT names it, under OTEL_SERVICE_NAME, continuing the client's
 // traceparent, and that Shutdown sends what is still buffered.
 func TestExportsOverOTLPHTTP(t *testing.T) {
@@ -98,9 +98,13 @@ func TestExportsOverOTLPHTTP(t *testing.T) {
 	if err != nil || tr == nil {
 		t.Fatalf("Start: %v, %v; want tracing on", tr, err)
 	}
-	srv := httptest.NewServer(tracing.Handler(tr.Provider(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	spans := tracing.RequestSpans(tr.Provider())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, end := spans(r.Context(), r); end != nil {
+			defer end(http.StatusOK, 2)
+		}
 		_, _ = io.WriteString(w, "ok")
-	})))
+	}))
 	defer srv.Close()
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/query", nil)
 	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
@@ -182,14 +186,9 @@ func TestOffUnlessConfigured(t *testing.T) {
 	}
 }
 
-type plainHandler struct{}
-
-func (*plainHandler) ServeHTTP(http.ResponseWriter, *http.Request) {}
-
-// Ensure tracing off wraps nothing: the request path is the one without tracing.
-func TestHandlerOffIsNext(t *testing.T) {
-	next := &plainHandler{}
-	if got := tracing.Handler(nil, next); got != http.Handler(next) {
-		t.Errorf("Handler(nil, next) = %T, want next itself", got)
+// Ensure tracing off starts no span: the request path is the one without tracing.
+func TestRequestSpansOffIsNil(t *testing.T) {
+	if tracing.RequestSpans(nil) != nil {
+		t.Error("RequestSpans(nil) is not nil")
 	}
 }
