@@ -42,7 +42,7 @@ type Options struct {
 	OnRoundTrip RoundTripObserver
 	// Admission, when set, lets each round trip through or refuses it (overload); nil lets
 	// everything through.
-	Admission Admitter
+	Admission Acquirer
 	// CoalescedReads bounds how many requests' state reads may share round trips at once on
 	// a single-node client (see coalescedReads); past it, each read takes its own. Default
 	// DefaultCoalescedReads; negative: every read takes its own round trip.

@@ -88,7 +88,7 @@ func (g *Gateway) openIMReadPath(s *openim.Store, own ops.Check) readPath {
 		// The feed tells which chunks change, so they can be kept (see OpenIMChunkTTL):
 		// in Redis, and in memory under the versions the follower moves.
 		r.Conversations = openimsync.NewReadSource(s, g.Cache, OpenIMMemoryPeriod)
-		cached := cache.NewChunks(s, g.Cache, g.Logger)
+		cached := cache.NewReadThrough(s, g.Cache, g.Logger)
 		cached.ObserveCache = g.Metrics.ObserveChunkCache
 		r.Chunks = &history.Chunks{Store: cached, Memory: g.ChunkMemory}
 	}

@@ -23,7 +23,7 @@ func (g *Gateway) readPath() readPath {
 	if s := g.OpenIM; s != nil {
 		return g.openIMReadPath(s, own)
 	}
-	cached := cache.NewChunks(g.Store, g.Cache, g.Logger)
+	cached := cache.NewReadThrough(g.Store, g.Cache, g.Logger)
 	cached.ObserveCache = g.Metrics.ObserveChunkCache
 	return readPath{
 		resolver: &graph.Resolver{
