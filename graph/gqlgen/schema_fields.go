@@ -225,6 +225,9 @@ func goType(schema *ast.Schema, t *ast.Type) (string, error) {
 	return name, nil
 }
 
+// optionalWriters are graph/model's writers of a nullable scalar, by scalar.
+var optionalWriters = map[string]string{"ID": "appendOptString", "String": "appendOptString", "Int": "appendOptInt", "Int64": "appendOptInt64"}
+
 var scalarGoTypes = map[string]string{"ID": "string", "String": "string", "Int": "int", "Int64": "int64", "Boolean": "bool"}
 
 // valueWriter is the Go code that appends the value expr, of schema type t, to b (inside the
@@ -261,6 +264,9 @@ func valueWriter(schema *ast.Schema, t *ast.Type, expr string) (string, error) {
 			return write, nil
 		}
 		return fmt.Sprintf("if %s == nil {\nb = append(b, \"null\"...)\n} else {\n%s\n}", expr, write), nil
+	}
+	if opt, ok := optionalWriters[def.Name]; ok && !t.NonNull {
+		return fmt.Sprintf("b = %s(b, %s)", opt, expr), nil
 	}
 	value := expr
 	if !t.NonNull {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"sync"
 	"unicode/utf8"
 
@@ -144,6 +145,27 @@ func writeBuffered(w io.Writer, fill func([]byte) ([]byte, error)) error {
 func appendKey(b []byte, key string) []byte {
 	b = appendString(b, key)
 	return append(b, ':')
+}
+
+func appendOptString(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return appendString(b, *s)
+}
+
+func appendOptInt(b []byte, n *int) []byte {
+	if n == nil {
+		return append(b, "null"...)
+	}
+	return strconv.AppendInt(b, int64(*n), 10)
+}
+
+func appendOptInt64(b []byte, n *int64) []byte {
+	if n == nil {
+		return append(b, "null"...)
+	}
+	return strconv.AppendInt(b, *n, 10)
 }
 
 const hexDigits = "0123456789abcdef"

@@ -75,59 +75,23 @@ func appendMessage(b []byte, oc *graphql.OperationContext, fields []graphql.Coll
 		case "status":
 			b = appendString(b, string(v.Status))
 		case "clientMsgID":
-			if v.ClientMsgID == nil {
-				b = append(b, "null"...)
-			} else {
-				b = appendString(b, *v.ClientMsgID)
-			}
+			b = appendOptString(b, v.ClientMsgID)
 		case "serverMsgID":
-			if v.ServerMsgID == nil {
-				b = append(b, "null"...)
-			} else {
-				b = appendString(b, *v.ServerMsgID)
-			}
+			b = appendOptString(b, v.ServerMsgID)
 		case "sendID":
-			if v.SendID == nil {
-				b = append(b, "null"...)
-			} else {
-				b = appendString(b, *v.SendID)
-			}
+			b = appendOptString(b, v.SendID)
 		case "recvID":
-			if v.RecvID == nil {
-				b = append(b, "null"...)
-			} else {
-				b = appendString(b, *v.RecvID)
-			}
+			b = appendOptString(b, v.RecvID)
 		case "groupID":
-			if v.GroupID == nil {
-				b = append(b, "null"...)
-			} else {
-				b = appendString(b, *v.GroupID)
-			}
+			b = appendOptString(b, v.GroupID)
 		case "sessionType":
-			if v.SessionType == nil {
-				b = append(b, "null"...)
-			} else {
-				b = strconv.AppendInt(b, int64(*v.SessionType), 10)
-			}
+			b = appendOptInt(b, v.SessionType)
 		case "contentType":
-			if v.ContentType == nil {
-				b = append(b, "null"...)
-			} else {
-				b = strconv.AppendInt(b, int64(*v.ContentType), 10)
-			}
+			b = appendOptInt(b, v.ContentType)
 		case "content":
-			if v.Content == nil {
-				b = append(b, "null"...)
-			} else {
-				b = appendString(b, *v.Content)
-			}
+			b = appendOptString(b, v.Content)
 		case "sendTime":
-			if v.SendTime == nil {
-				b = append(b, "null"...)
-			} else {
-				b = strconv.AppendInt(b, *v.SendTime, 10)
-			}
+			b = appendOptInt64(b, v.SendTime)
 		case "isRead":
 			b = strconv.AppendBool(b, v.IsRead)
 		case "revoke":
@@ -146,11 +110,7 @@ func appendMessage(b []byte, oc *graphql.OperationContext, fields []graphql.Coll
 			}
 			b = append(b, ']')
 		case "ex":
-			if v.Ex == nil {
-				b = append(b, "null"...)
-			} else {
-				b = appendString(b, *v.Ex)
-			}
+			b = appendOptString(b, v.Ex)
 		default:
 			return nil, unknownField("Message", f.Name)
 		}
@@ -165,11 +125,7 @@ func appendPageInfo(b []byte, oc *graphql.OperationContext, fields []graphql.Col
 		case "__typename":
 			b = appendString(b, "PageInfo")
 		case "endCursor":
-			if v.EndCursor == nil {
-				b = append(b, "null"...)
-			} else {
-				b = appendString(b, *v.EndCursor)
-			}
+			b = appendOptString(b, v.EndCursor)
 		case "hasNextPage":
 			b = strconv.AppendBool(b, v.HasNextPage)
 		default:
