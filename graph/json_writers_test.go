@@ -228,3 +228,28 @@ func TestConversationPageFieldsAndFailures(t *testing.T) {
 		t.Fatalf("error %v, want UNAVAILABLE at viewer.conversations.nodes.0.lastMessage", first)
 	}
 }
+
+// Ensure a remembered conversation node may select every field of its last message, whatever
+// the schema gives Message and Revoke: a page that asks for all of them is remembered
+// (rememberedFields is generated from the schema with them).
+func TestRememberedNodesMaySelectEveryMessageField(t *testing.T) {
+	schema := NewExecutableSchema(Config{}).Schema()
+	query := `{ viewer { conversations { nodes { id unreadCount lastMessage ` + selectEverything(schema, "Message") + ` } } } }`
+	doc, errs := gqlparser.LoadQuery(schema, query)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	nodes := doc.Operations[0].SelectionSet[0].(*ast.Field).SelectionSet[0].(*ast.Field).SelectionSet[0].(*ast.Field)
+	if shapeOf(graphql.CollectedField{Field: nodes, Selections: nodes.SelectionSet}) == nil {
+		t.Errorf("nodes selecting every field of their last message are not remembered: %s", query)
+	}
+	history := `{ viewer { conversations { nodes { id history { hasMoreBefore } } } } }`
+	doc, errs = gqlparser.LoadQuery(schema, history)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	nodes = doc.Operations[0].SelectionSet[0].(*ast.Field).SelectionSet[0].(*ast.Field).SelectionSet[0].(*ast.Field)
+	if shapeOf(graphql.CollectedField{Field: nodes, Selections: nodes.SelectionSet}) != nil {
+		t.Error("nodes selecting their history are remembered")
+	}
+}

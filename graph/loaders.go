@@ -104,7 +104,7 @@ func (l *Loaders) Remembered(refs []history.ChunkRef) ([]*im.Chunk, bool) {
 }
 
 // LoadState reads the viewer's seq state in a conversation through the request's state
-// loader (Loaders are the request's history.StateSource).
+// loader (Loaders are the request's history.StateLoader).
 func (l *Loaders) LoadState(ctx context.Context, conversationID string) (im.SeqState, error) {
 	// A state the request wrote (Replace) or read on its own comes first: it is at least as
 	// new as the list's.

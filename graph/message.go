@@ -70,9 +70,6 @@ func fillMessage(out *model.Message, vals *messageValues, v im.MessageView) {
 	}
 }
 
-// validateSeqs checks the seqs a client names (see im.ValidateSeqs).
-func validateSeqs(seqs []int64) error { return im.ValidateSeqs(seqs) }
-
 func kindOf(k im.ConversationKind) model.ConversationKind {
 	switch k {
 	case im.SingleChat:

@@ -47,7 +47,7 @@ func (r *Resolver) deleteMessages(ctx context.Context, conversationID string, se
 	if err := r.writable(); err != nil {
 		return nil, err
 	}
-	if err := validateSeqs(seqs); err != nil {
+	if err := im.ValidateSeqs(seqs); err != nil {
 		return nil, err
 	}
 	actor, conv, err := r.actorIn(ctx, conversationID)

@@ -117,28 +117,9 @@ func (m *RenderedNodes) Put(viewer string, shape *ast.Field, st im.SeqState, jso
 	set[free].Store(node)
 }
 
-// rememberedFields are, by type, the fields a remembered node may select: those that derive
-// from the viewer's seq state and the chunk it names. A field not listed here (one the schema
-// gains later, whose value may come from elsewhere) makes every node selecting it rendered
-// each time; history is not listed, as its pages are read with their own arguments.
-var rememberedFields = map[string]map[string]bool{
-	"Conversation": set("__typename", "id", "kind", "maxSeq", "minSeq", "readSeq", "unreadCount", "unreadMentionCount", "lastMessage"),
-	"Message": set("__typename", "conversationID", "seq", "status", "clientMsgID", "serverMsgID", "sendID", "recvID",
-		"groupID", "sessionType", "contentType", "content", "sendTime", "isRead", "revoke", "atUserIDs", "ex"),
-	"Revoke": set("__typename", "userID", "role", "time"),
-}
-
-func set(names ...string) map[string]bool {
-	s := make(map[string]bool, len(names))
-	for _, n := range names {
-		s[n] = true
-	}
-	return s
-}
-
 // shapeOf returns the nodes field as the key of its nodes' rendering, or nil when the
 // rendering may change with something the key does not hold: an argument or directive below it
-// (their values may be variables) or a field outside rememberedFields. nodes is the field as
+// (their values may be variables) or a field outside rememberedFields (generated from graph/gqlgen's table remembered). nodes is the field as
 // gqlgen collected it, with the selections of every place it is asked merged.
 func shapeOf(nodes graphql.CollectedField) *ast.Field {
 	if nodes.Field == nil || !rememberable(nodes.Selections, 0) {

@@ -26,7 +26,7 @@ type Resolver struct {
 	// Ledger is msggate's own seq ledger. The write path's mutations need it.
 	Ledger *imsync.Ledger
 	// Chunks is where the request's loaders read chunks from (history.Chunks over
-	// cache.Chunks for msggate's own store).
+	// cache.ReadThrough for msggate's own store).
 	Chunks history.ChunkSource
 	// AdjustViews is given to every history read (see history.Reader.Adjust); nil for
 	// msggate's own store.

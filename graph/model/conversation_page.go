@@ -58,7 +58,6 @@ type ConversationNode struct {
 var (
 	connectionTypes   = []string{"ConversationConnection"}
 	conversationTypes = []string{"Conversation"}
-	pageInfoTypes     = []string{"PageInfo"}
 )
 
 // MarshalGQLContext writes the fields of c the query selected.
@@ -74,7 +73,7 @@ func (c *ConversationConnection) MarshalGQLContext(ctx context.Context, w io.Wri
 			case "__typename":
 				return appendString(b, "ConversationConnection"), nil
 			case "pageInfo":
-				return appendPageInfo(b, graphql.CollectFields(oc, f.Selections, pageInfoTypes), c.PageInfo)
+				return appendPageInfo(b, oc, graphql.CollectFields(oc, f.Selections, pageInfoTypes), c.PageInfo)
 			case "nodes":
 				return c.appendNodes(ctx, b, oc, f, append(path, ast.PathName(f.Alias)))
 			}
@@ -116,22 +115,6 @@ func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *
 		var err error
 		b, err = appendObject(b, fields, func(b []byte, nf graphql.CollectedField) ([]byte, error) {
 			switch nf.Name {
-			case "__typename":
-				b = appendString(b, "Conversation")
-			case "id":
-				b = appendString(b, n.ID)
-			case "kind":
-				b = appendString(b, string(n.Kind))
-			case "maxSeq":
-				b = strconv.AppendInt(b, n.MaxSeq, 10)
-			case "minSeq":
-				b = strconv.AppendInt(b, n.MinSeq, 10)
-			case "readSeq":
-				b = strconv.AppendInt(b, n.ReadSeq, 10)
-			case "unreadCount":
-				b = strconv.AppendInt(b, n.UnreadCount, 10)
-			case "unreadMentionCount":
-				b = strconv.AppendInt(b, n.UnreadMentionCount, 10)
 			case "lastMessage":
 				if n.LastMessageErr != nil {
 					at := append(append(ast.Path{}, path...), ast.PathIndex(j), ast.PathName(nf.Alias))
@@ -164,7 +147,10 @@ func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *
 				}
 				b = strconv.AppendInt(b, *seq, 10)
 			default:
-				return nil, unknownField("Conversation", nf.Name)
+				var ok bool
+				if b, ok = appendConversationField(b, nf.Name, n); !ok {
+					return nil, unknownField("Conversation", nf.Name)
+				}
 			}
 			return b, nil
 		})
@@ -179,31 +165,14 @@ func (c *ConversationConnection) appendNodes(ctx context.Context, b []byte, oc *
 }
 
 // nodeSelections collects what the nodes field f selects of each node, and inside each node's
-// object fields, by alias.
+// object fields (their type as the schema gives it), by alias.
 func nodeSelections(oc *graphql.OperationContext, f graphql.CollectedField) ([]graphql.CollectedField, map[string][]graphql.CollectedField) {
 	fields := graphql.CollectFields(oc, f.Selections, conversationTypes)
 	innerOf := map[string][]graphql.CollectedField{}
 	for _, nf := range fields {
-		switch nf.Name {
-		case "lastMessage", "unreadMentions":
-			innerOf[nf.Alias] = graphql.CollectFields(oc, nf.Selections, messageTypes)
-		case "history":
-			innerOf[nf.Alias] = graphql.CollectFields(oc, nf.Selections, historyTypes)
+		if nf.Definition != nil && len(nf.Selections) > 0 {
+			innerOf[nf.Alias] = graphql.CollectFields(oc, nf.Selections, []string{nf.Definition.Type.Name()})
 		}
 	}
 	return fields, innerOf
-}
-
-func appendPageInfo(b []byte, fields []graphql.CollectedField, p *PageInfo) ([]byte, error) {
-	return appendObject(b, fields, func(b []byte, f graphql.CollectedField) ([]byte, error) {
-		switch f.Name {
-		case "__typename":
-			return appendString(b, "PageInfo"), nil
-		case "endCursor":
-			return appendOptString(b, p.EndCursor), nil
-		case "hasNextPage":
-			return strconv.AppendBool(b, p.HasNextPage), nil
-		}
-		return nil, unknownField("PageInfo", f.Name)
-	})
 }

@@ -12,53 +12,14 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 )
 
-// Message and History write their own JSON (MarshalGQLContext). A page of history is a hundred
-// messages of a dozen plain fields each: gqlgen's generic path would start a goroutine per
+// Message and History write their own JSON (MarshalGQLContext); the types and their writers,
+// field by field, are generated from the schema (objects_gen.go, by graph/gqlgen). A page of
+// history is a hundred messages of a dozen plain fields each: gqlgen's generic path would start a goroutine per
 // message and run its whole field machinery (a field context, the middleware chain, a boxed
 // value) for each of the 1,200 fields, which cost more than everything else the page does.
 // Here the selection is collected once per list and every field is appended to one buffer.
 // They honour the query exactly as gqlgen does: aliases, fragments, @skip and @include (through
 // graphql.CollectFields), __typename, and the order of the selection.
-
-// Message is one seq as its viewer sees it.
-type Message struct {
-	ConversationID string
-	Seq            int64
-	Status         MessageStatus
-	ClientMsgID    *string
-	ServerMsgID    *string
-	SendID         *string
-	RecvID         *string
-	GroupID        *string
-	SessionType    *int
-	ContentType    *int
-	Content        *string
-	SendTime       *int64
-	IsRead         bool
-	Revoke         *Revoke
-	AtUserIDs      []string
-	Ex             *string
-}
-
-// Revoke is who revoked a message, and when.
-type Revoke struct {
-	UserID string
-	Role   int
-	Time   int64
-}
-
-// History is one page of a conversation's messages.
-type History struct {
-	Messages      []*Message
-	HasMoreBefore bool
-	HasMoreAfter  bool
-}
-
-var (
-	messageTypes = []string{"Message"}
-	revokeTypes  = []string{"Revoke"}
-	historyTypes = []string{"History"}
-)
 
 // errOutputOnly answers an attempt to read these types from a client: the schema has them as
 // output types only, so gqlgen never asks.
@@ -125,102 +86,8 @@ func appendMessages(b []byte, oc *graphql.OperationContext, fields []graphql.Col
 	return append(b, ']'), nil
 }
 
-// appendHistory appends h with the given fields (collected for the History type).
-func appendHistory(b []byte, oc *graphql.OperationContext, fields []graphql.CollectedField, h *History) ([]byte, error) {
-	return appendObject(b, fields, func(b []byte, f graphql.CollectedField) ([]byte, error) {
-		switch f.Name {
-		case "__typename":
-			return appendString(b, "History"), nil
-		case "hasMoreBefore":
-			return strconv.AppendBool(b, h.HasMoreBefore), nil
-		case "hasMoreAfter":
-			return strconv.AppendBool(b, h.HasMoreAfter), nil
-		case "messages":
-			return appendMessages(b, oc, graphql.CollectFields(oc, f.Selections, messageTypes), h.Messages)
-		}
-		return nil, unknownField("History", f.Name)
-	})
-}
-
 // UnmarshalGQLContext refuses: History is an output type.
 func (h *History) UnmarshalGQLContext(context.Context, any) error { return errOutputOnly }
-
-// appendMessage appends m with the given fields (collected for the Message type).
-func appendMessage(b []byte, oc *graphql.OperationContext, fields []graphql.CollectedField, m *Message) ([]byte, error) {
-	return appendObject(b, fields, func(b []byte, f graphql.CollectedField) ([]byte, error) {
-		switch f.Name {
-		case "__typename":
-			b = appendString(b, "Message")
-		case "conversationID":
-			b = appendString(b, m.ConversationID)
-		case "seq":
-			b = strconv.AppendInt(b, m.Seq, 10)
-		case "status":
-			b = appendString(b, string(m.Status))
-		case "clientMsgID":
-			b = appendOptString(b, m.ClientMsgID)
-		case "serverMsgID":
-			b = appendOptString(b, m.ServerMsgID)
-		case "sendID":
-			b = appendOptString(b, m.SendID)
-		case "recvID":
-			b = appendOptString(b, m.RecvID)
-		case "groupID":
-			b = appendOptString(b, m.GroupID)
-		case "content":
-			b = appendOptString(b, m.Content)
-		case "ex":
-			b = appendOptString(b, m.Ex)
-		case "sessionType":
-			b = appendOptInt(b, m.SessionType)
-		case "contentType":
-			b = appendOptInt(b, m.ContentType)
-		case "sendTime":
-			if m.SendTime == nil {
-				b = append(b, "null"...)
-			} else {
-				b = strconv.AppendInt(b, *m.SendTime, 10)
-			}
-		case "isRead":
-			b = strconv.AppendBool(b, m.IsRead)
-		case "atUserIDs":
-			b = append(b, '[')
-			for j, id := range m.AtUserIDs {
-				if j > 0 {
-					b = append(b, ',')
-				}
-				b = appendString(b, id)
-			}
-			b = append(b, ']')
-		case "revoke":
-			if m.Revoke == nil {
-				return append(b, "null"...), nil
-			}
-			return appendRevoke(b, graphql.CollectFields(oc, f.Selections, revokeTypes), m.Revoke)
-		default:
-			return nil, unknownField("Message", f.Name)
-		}
-		return b, nil
-	})
-}
-
-func appendRevoke(b []byte, fields []graphql.CollectedField, r *Revoke) ([]byte, error) {
-	return appendObject(b, fields, func(b []byte, f graphql.CollectedField) ([]byte, error) {
-		switch f.Name {
-		case "__typename":
-			b = appendString(b, "Revoke")
-		case "userID":
-			b = appendString(b, r.UserID)
-		case "role":
-			b = strconv.AppendInt(b, int64(r.Role), 10)
-		case "time":
-			b = strconv.AppendInt(b, r.Time, 10)
-		default:
-			return nil, unknownField("Revoke", f.Name)
-		}
-		return b, nil
-	})
-}
 
 // appendObject appends a JSON object with a member for each field, named by its alias, whose
 // value appendValue appends: the shell every hand-written writer shares.
@@ -292,6 +159,13 @@ func appendOptInt(b []byte, n *int) []byte {
 		return append(b, "null"...)
 	}
 	return strconv.AppendInt(b, int64(*n), 10)
+}
+
+func appendOptInt64(b []byte, n *int64) []byte {
+	if n == nil {
+		return append(b, "null"...)
+	}
+	return strconv.AppendInt(b, *n, 10)
 }
 
 const hexDigits = "0123456789abcdef"

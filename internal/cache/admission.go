@@ -6,17 +6,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Admitter lets calls through to Redis or refuses them: *admission.Limiter is one. Each round
+// Acquirer lets calls through to Redis or refuses them: *admission.Limiter is one. Each round
 // trip (a command, or a pipeline or transaction with all its commands) holds one slot; the
 // handshake of a new connection goes with the call that needed it.
-type Admitter interface {
+type Acquirer interface {
 	Acquire(ctx context.Context) (context.Context, func(), error)
 }
 
-// admissionHook holds every round trip to its Admitter's slot. A refusal fails the call with
-// the Admitter's error, which cacheError makes EUNAVAILABLE: readers then go to MongoDB as for
+// admissionHook holds every round trip to its Acquirer's slot. A refusal fails the call with
+// the Acquirer's error, which cacheError makes EUNAVAILABLE: readers then go to MongoDB as for
 // any Redis failure, and writers answer UNAVAILABLE with the refusal's retry hint.
-type admissionHook struct{ a Admitter }
+type admissionHook struct{ a Acquirer }
 
 func (admissionHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 

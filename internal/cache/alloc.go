@@ -45,7 +45,7 @@ return {3, 0}`)
 // token identifies the caller for the refill lock.
 func (c *Cache) AllocSeqs(ctx context.Context, conversationID string, n int64, token string) (AllocState, int64, error) {
 	res, err := allocSeqs.Run(ctx, c.rdb,
-		[]string{c.convKey(conversationID, "alloc"), c.convKey(conversationID, "alloclock")},
+		c.allocKeys(conversationID),
 		n, token, ms(c.opts.AllocLockTTL), ms(c.opts.StateTTL)).Int64Slice()
 	if err != nil {
 		return 0, 0, cacheError("allocate seqs", err)
@@ -80,7 +80,7 @@ func (c *Cache) AllocSeqsMany(ctx context.Context, reqs []AllocRequest, token st
 	pipe := c.rdb.Pipeline()
 	for i, r := range reqs {
 		cmds[i] = allocSeqs.Eval(ctx, pipe,
-			[]string{c.convKey(r.ConversationID, "alloc"), c.convKey(r.ConversationID, "alloclock")},
+			c.allocKeys(r.ConversationID),
 			r.N, token, ms(c.opts.AllocLockTTL), ms(c.opts.StateTTL))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -118,7 +118,7 @@ return 1`)
 // false when the caller no longer held the lock (it expired); the caller then asks again.
 func (c *Cache) SetAllocBlock(ctx context.Context, conversationID, token string, storedMax, blockEnd int64) (bool, error) {
 	n, err := setAllocBlock.Run(ctx, c.rdb,
-		[]string{c.convKey(conversationID, "alloc"), c.convKey(conversationID, "alloclock")},
+		c.allocKeys(conversationID),
 		token, storedMax, blockEnd, ms(c.opts.StateTTL)).Int64()
 	if err != nil {
 		return false, cacheError("set allocator block", err)

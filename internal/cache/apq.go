@@ -100,14 +100,6 @@ func (p *PersistedQueries) Register(ctx context.Context, userID, hash, query str
 	return false, nil
 }
 
-func (p *PersistedQueries) key(hash string) string {
-	return p.c.opts.Prefix + "apq:" + hash
-}
-
-func (p *PersistedQueries) registrationsKey(userID string) string {
-	return p.c.opts.Prefix + "{u:" + userID + "}:apq"
-}
-
 // isSHA256Hex reports whether s is a SHA-256 in lowercase hex, as APQ clients send it.
 func isSHA256Hex(s string) bool {
 	if len(s) != 64 {

@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -43,7 +42,7 @@ type Options struct {
 	OnRoundTrip RoundTripObserver
 	// Admission, when set, lets each round trip through or refuses it (overload); nil lets
 	// everything through.
-	Admission Admitter
+	Admission Acquirer
 	// CoalescedReads bounds how many requests' state reads may share round trips at once on
 	// a single-node client (see coalescedReads); past it, each read takes its own. Default
 	// DefaultCoalescedReads; negative: every read takes its own round trip.
@@ -132,22 +131,6 @@ func (c *Cache) Ping(ctx context.Context) error {
 		return im.Unavailable("cache", err)
 	}
 	return nil
-}
-
-func (c *Cache) convKey(conversationID, suffix string) string {
-	return c.opts.Prefix + "{" + conversationID + "}:" + suffix
-}
-
-func (c *Cache) chunkKey(docID string) (string, error) {
-	conv, idx, err := im.ParseDocID(docID)
-	if err != nil {
-		return "", err
-	}
-	return c.chunkKeyOf(conv, idx), nil
-}
-
-func (c *Cache) chunkKeyOf(conversationID string, index int64) string {
-	return c.convKey(conversationID, "chunk:"+strconv.FormatInt(index, 10))
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }

@@ -24,10 +24,6 @@ import (
 // listFilled is the member that marks a set as a filled list; conversation IDs are never empty.
 const listFilled = ""
 
-func (c *Cache) listKeys(userID string) []string {
-	return []string{c.opts.Prefix + "{u:" + userID + "}:convs", c.opts.Prefix + "{u:" + userID + "}:convsv"}
-}
-
 // ConversationList is a user's cached conversation list: the IDs (Cached false on a miss) and
 // the version the reader saw, to be handed back to FillConversationList.
 type ConversationList struct {

@@ -38,10 +38,6 @@ import (
 // ledger reads, sync.MaxConversationsPerUser).
 const MaxConversationList = 10000
 
-func (c *Cache) orderKey(userID string) string {
-	return c.opts.Prefix + "{u:" + userID + "}:order"
-}
-
 // orderScore is a conversation's score in a user's order: minus its activity time.
 func orderScore(t int64) string { return strconv.FormatInt(-t, 10) }
 

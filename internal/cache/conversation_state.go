@@ -16,11 +16,6 @@ import (
 // field's was. Lua numbers are doubles: seqs and millisecond times stay far below 2^53, where
 // they are exact.
 
-// seqStateKey is the key of a conversation's seq state.
-func (c *Cache) seqStateKey(conversationID string) string {
-	return c.convKey(conversationID, "seqstate")
-}
-
 // parseSeqState reads a stored seq state; anything else (a miss, a half-filled entry) is a miss.
 func parseSeqState(value string) ConversationState {
 	maxSeq, rest, _ := strings.Cut(value, ",")

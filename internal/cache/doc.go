@@ -10,7 +10,8 @@
 // rate-limit buckets, the persisted queries and the live instances.
 //
 // Keys carry a Redis Cluster hash tag so that every key of one conversation (or one user, or
-// one group's memberships) lands in one slot and a script may touch several of them:
+// one group's memberships) lands in one slot and a script may touch several of them. They are
+// spelled in keys.go:
 //
 //	<prefix>{<conversationID>}:chunk:<index>  hash {v: version, data: JSON chunk}
 //	<prefix>{<conversationID>}:seqstate       string "max,min,time,cv": stored max seq, min seq, newest send time, chunks version (conversation_state.go)

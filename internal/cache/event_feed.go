@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
-	"strings"
 	"sync"
 	"time"
 
@@ -205,7 +204,7 @@ func (f *EventFeed) receive(ctx context.Context) {
 				f.confirmed(m.Channel)
 			}
 		case *redis.Message:
-			userID, group, ok := f.channelOf(m.Channel)
+			userID, group, ok := f.c.channelOf(m.Channel)
 			if !ok {
 				continue
 			}
@@ -231,20 +230,8 @@ func (f *EventFeed) confirmed(ch string) {
 		close(w)
 	}
 	if len(ws) == 0 {
-		if userID, group, ok := f.channelOf(ch); ok {
+		if userID, group, ok := f.c.channelOf(ch); ok {
 			f.deliver(userID, group, nil)
 		}
 	}
-}
-
-// channelOf names what a channel carries: a user's events or a group stream's.
-func (f *EventFeed) channelOf(ch string) (userID, group string, ok bool) {
-	userLead, groupLead := f.c.opts.Prefix+"{u:", f.c.opts.Prefix+"{"
-	switch {
-	case strings.HasPrefix(ch, userLead) && strings.HasSuffix(ch, "}:events"):
-		return ch[len(userLead) : len(ch)-len("}:events")], "", true
-	case strings.HasPrefix(ch, groupLead) && strings.HasSuffix(ch, "}:feed"):
-		return "", ch[len(groupLead) : len(ch)-len("}:feed")], true
-	}
-	return "", "", false
 }

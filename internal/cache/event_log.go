@@ -201,22 +201,6 @@ for i = 1, #evs do
 end
 return res`)
 
-func (c *Cache) eventLogKeys(userID string) (log, events, read string) {
-	tag := c.opts.Prefix + "{u:" + userID + "}:"
-	return tag + "log", tag + "events", tag + "readstate"
-}
-
-// eventKeysKey names the sorted set of the keys of a user's logged events (EventAppend.Key),
-// scored by the time of their append.
-func (c *Cache) eventKeysKey(userID string) string {
-	return c.opts.Prefix + "{u:" + userID + "}:evkeys"
-}
-
-// EventChannel is the pub/sub channel on which a user's new events are published.
-func (c *Cache) EventChannel(userID string) string {
-	return c.opts.Prefix + "{u:" + userID + "}:events"
-}
-
 // publishCommand is how events are published. Plain PUBLISH reaches subscribers connected to
 // any node of a Redis Cluster; SPUBLISH would keep traffic on the user's shard but needs one
 // subscriber connection per shard, and miniredis (the embedded default) lacks it.

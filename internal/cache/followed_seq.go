@@ -24,12 +24,6 @@ else
 end
 return prev`)
 
-func (c *Cache) followedSeqKey(conversationID string) string {
-	return c.convKey(conversationID, "followed")
-}
-
-func (c *Cache) followedSetKey() string { return c.opts.Prefix + "followed" }
-
 // FollowedSeqs returns the seq up to which each conversation is logged, aligned with
 // conversationIDs (0: none yet).
 func (c *Cache) FollowedSeqs(ctx context.Context, conversationIDs []string) ([]int64, error) {
@@ -94,7 +88,7 @@ func (c *Cache) ActiveFollowed(ctx context.Context, since time.Time, limit int) 
 // FollowingSince returns when the follower began following (ms): the first call stores now,
 // later ones, on any instance, return that.
 func (c *Cache) FollowingSince(ctx context.Context) (int64, error) {
-	key := c.opts.Prefix + "followed:since"
+	key := c.followedSinceKey()
 	pipe := c.rdb.Pipeline()
 	pipe.SetNX(ctx, key, time.Now().UnixMilli(), 0)
 	get := pipe.Get(ctx, key)

@@ -63,15 +63,6 @@ redis.call('HSET', KEYS[1], 'pos', string.format('%d', pos), 'x', string.format(
 ` + logTail + `
 return out`)
 
-func (c *Cache) groupLogKeys(conversationID string) (log, events, keys string) {
-	return c.convKey(conversationID, "log"), c.convKey(conversationID, "events"), c.convKey(conversationID, "evkeys")
-}
-
-// GroupChannel is the pub/sub channel on which a group stream's new events are published.
-func (c *Cache) GroupChannel(conversationID string) string {
-	return c.convKey(conversationID, "feed")
-}
-
 // GroupAppend is one event for a group conversation's stream (Event.ConversationID).
 type GroupAppend struct {
 	// Event's Type, Time and payload fields are stored; position, epoch and counters are

@@ -34,10 +34,6 @@ const (
 	membershipVersion = ""
 )
 
-func (c *Cache) membershipKey(groupID string) string {
-	return c.opts.Prefix + "{g:" + groupID + "}:members"
-}
-
 // MembershipQuery asks for one user's membership in some groups.
 type MembershipQuery struct {
 	UserID   string

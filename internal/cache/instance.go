@@ -7,9 +7,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// instanceKey names the key that says a gateway instance is alive.
-func (c *Cache) instanceKey(id string) string { return c.opts.Prefix + "instance:" + id }
-
 // MarkAlive says instance id is alive for the next ttl; an instance repeats it well within ttl,
 // so the key disappears soon after the instance dies.
 func (c *Cache) MarkAlive(ctx context.Context, id string, ttl time.Duration) error {

@@ -148,8 +148,6 @@ local res = {}
 for i = 1, math.min(n, #out) do res[i] = out[i] end
 return res`)
 
-func (c *Cache) mentionKey(conversationID string) string { return c.convKey(conversationID, "mention") }
-
 // mentionTTL is how long the mention keys live after their last write: the seq state's.
 func (c *Cache) mentionTTL() int64 { return ms(c.opts.StateTTL) }
 

@@ -50,7 +50,7 @@ func (c *Cache) TakeToken(ctx context.Context, userID string, perSecond float64,
 // TakeAddressToken is TakeToken for the bucket of a client address, kept under
 // <prefix>{a:<address>}:rate (requests without a valid token).
 func (c *Cache) TakeAddressToken(ctx context.Context, address string, perSecond float64, burst int) (bool, time.Duration, error) {
-	return c.take(ctx, c.opts.Prefix+"{a:"+address+"}:rate", perSecond, burst)
+	return c.take(ctx, c.addressRateKey(address), perSecond, burst)
 }
 
 func (c *Cache) take(ctx context.Context, key string, perSecond float64, burst int) (bool, time.Duration, error) {
@@ -65,8 +65,4 @@ func (c *Cache) take(ctx context.Context, key string, perSecond float64, burst i
 		return false, 0, cacheError("take a rate-limit token", errors.New("unexpected script answer"))
 	}
 	return wait == 0, time.Duration(wait) * time.Millisecond, nil
-}
-
-func (c *Cache) rateKey(userID string) string {
-	return c.opts.Prefix + "{u:" + userID + "}:rate"
 }

@@ -12,10 +12,6 @@ import (
 // conversations reads N fields of one HMGET rather than 2N. As with the seq state, a field may
 // be empty (not known yet), and an entry is cached only when both are set.
 
-func (c *Cache) readStateKey(userID string) string {
-	return c.opts.Prefix + "{u:" + userID + "}:readstate"
-}
-
 // parseReadState reads one stored read state; anything else ("" for none) is a miss.
 func parseReadState(value string) UserState {
 	read, minSeq, ok := strings.Cut(value, ",")

@@ -7,17 +7,17 @@ import (
 	"github.com/msggate/msggate/internal/im"
 )
 
-// ChunkStore reads chunks from the store behind the cache, aligned with docIDs, nil where none
+// ChunkFinder reads chunks from the store behind the cache, aligned with docIDs, nil where none
 // exists: msggate's own (chunkstore.Store), or an OpenIM deployment's (openim.Store).
-type ChunkStore interface {
+type ChunkFinder interface {
 	FindChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error)
 }
 
-// Chunks reads a store's chunks through the cache: Redis first, the store for the misses, and
-// the misses written back to Redis. It is itself a ChunkStore, so the read path may keep its
-// decoded copies in process in front of it (history.Chunks). It is safe for concurrent use.
-type Chunks struct {
-	store  ChunkStore
+// ReadThrough reads a store's chunks through the cache: Redis first, the store for the misses,
+// and the misses written back to Redis. It is itself a ChunkFinder, so the read path may keep
+// its decoded copies in process in front of it (history.Chunks). It is safe for concurrent use.
+type ReadThrough struct {
+	store  ChunkFinder
 	cache  *Cache
 	logger *slog.Logger
 	reads  sharedReads
@@ -28,15 +28,15 @@ type Chunks struct {
 	ObserveCache func(hits, misses int)
 }
 
-// NewChunks returns store's chunks read through c. logger receives cache failures that were
-// worked around; nil means slog.Default(). Every write to the store's chunks must invalidate
+// NewReadThrough returns store's chunks read through c. logger receives cache failures that
+// were worked around; nil means slog.Default(). Every write to the store's chunks must invalidate
 // them in the cache (InvalidateChunks) before it is acknowledged (msggate's writers), or as
 // soon as it is known (OpenIM's, by its feed).
-func NewChunks(store ChunkStore, c *Cache, logger *slog.Logger) *Chunks {
+func NewReadThrough(store ChunkFinder, c *Cache, logger *slog.Logger) *ReadThrough {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Chunks{store: store, cache: c, logger: logger}
+	return &ReadThrough{store: store, cache: c, logger: logger}
 }
 
 // FindChunks returns the chunks named by docIDs, aligned with them; nil where no chunk exists.
@@ -44,7 +44,7 @@ func NewChunks(store ChunkStore, c *Cache, logger *slog.Logger) *Chunks {
 // plus one Redis round trip to fill; concurrent misses of one chunk at one version share their
 // store read (sharedReads). A Redis failure is logged and served from the store; a store
 // failure is an error, never an empty answer.
-func (r *Chunks) FindChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
+func (r *ReadThrough) FindChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {
 	out := make([]*im.Chunk, len(docIDs))
 	entries, err := r.cache.GetChunks(ctx, docIDs)
 	if err != nil {

@@ -24,8 +24,6 @@ type BacklogSeq struct {
 	Score          float64
 }
 
-func (c *Cache) searchBacklogKey() string { return c.opts.Prefix + "search:backlog" }
-
 // backlogMember is "<seq>:<conversationID>": a seq holds no ':', a conversation ID may.
 func backlogMember(conversationID string, seq int64) string {
 	return strconv.FormatInt(seq, 10) + ":" + conversationID

@@ -33,7 +33,7 @@ type chunkRead struct {
 // gives the version each was missed at ("" for none). It joins reads under way for the same
 // chunk and version, and reads the rest in one query that others may join. A joined read that
 // failed (its reader's context ended, say) is done again here rather than failing this reader.
-func (s *sharedReads) find(ctx context.Context, store ChunkStore, docIDs, versions []string) ([]*im.Chunk, error) {
+func (s *sharedReads) find(ctx context.Context, store ChunkFinder, docIDs, versions []string) ([]*im.Chunk, error) {
 	out := make([]*im.Chunk, len(docIDs))
 	joined := map[int]*chunkRead{}
 	led := map[int]*chunkRead{}

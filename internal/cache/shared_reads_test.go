@@ -123,7 +123,7 @@ func TestSharedChunkReads(t *testing.T) {
 	}
 }
 
-// storeFunc lets a function be a ChunkStore.
+// storeFunc lets a function be a ChunkFinder.
 type storeFunc func(ctx context.Context, docIDs []string) ([]*im.Chunk, error)
 
 func (f storeFunc) FindChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error) {

@@ -36,8 +36,6 @@ type SkippedRecord struct {
 	Truncated bool   `json:"truncated,omitempty"`
 }
 
-func (c *Cache) skippedRecordsKey() string { return c.opts.Prefix + "feed:skipped" }
-
 // KeepSkippedRecord keeps r (Time set to now when zero) at the head of the skipped records,
 // dropping those beyond SkippedRecordsLen.
 func (c *Cache) KeepSkippedRecord(ctx context.Context, r SkippedRecord) error {

@@ -28,9 +28,6 @@ type StoreIdentity struct {
 	Stamp string
 }
 
-func (c *Cache) storeIDKey() string     { return c.opts.Prefix + "storeid" }
-func (c *Cache) discardLockKey() string { return c.opts.Prefix + "storeid:discard" }
-
 var recordStoreIdentity = redis.NewScript(`
 local t = redis.call('HGET', KEYS[1], 'token')
 if ARGV[1] ~= '' and (t == false or t == ARGV[1]) then
@@ -145,26 +142,6 @@ func (c *Cache) DiscardStoreState(ctx context.Context, id StoreIdentity) (discar
 		return false, deleted, cacheError("record the store identity", err)
 	}
 	return true, deleted, nil
-}
-
-// StoreState reports whether key is one of this Cache's keys that describe the store: every
-// key of the prefix but those that describe none (the identity record and its lock, live
-// instances, persisted queries and their counts, rate buckets, OpenIM mode's follower state,
-// which describes OpenIM's store). A kind of key added later describes the store unless it
-// is named here, so a discard never leaves it behind.
-func (c *Cache) StoreState(key string) bool {
-	rest, ok := strings.CutPrefix(key, c.opts.Prefix)
-	if !ok {
-		return false
-	}
-	switch {
-	case rest == "storeid", strings.HasPrefix(rest, "storeid:"),
-		strings.HasPrefix(rest, "instance:"), strings.HasPrefix(rest, "apq:"),
-		strings.HasSuffix(rest, "}:rate"), strings.HasPrefix(rest, "{u:") && strings.HasSuffix(rest, "}:apq"),
-		rest == "followed", rest == "followed:since", rest == "feed:skipped", rest == "search:backlog":
-		return false
-	}
-	return true
 }
 
 // globEscape makes s match itself in a SCAN pattern.

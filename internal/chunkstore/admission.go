@@ -8,10 +8,10 @@ import (
 	"github.com/msggate/msggate/internal/im"
 )
 
-// Admitter lets operations through to MongoDB or refuses them: *admission.Limiter is one.
+// Acquirer lets operations through to MongoDB or refuses them: *admission.Limiter is one.
 // Each Store operation (one call, however many commands it sends, leases included) holds one
 // slot, so an operation is never refused half-way; an operation that calls another holds one.
-type Admitter interface {
+type Acquirer interface {
 	Acquire(ctx context.Context) (context.Context, func(), error)
 }
 

@@ -730,10 +730,10 @@ func TestClientMsgIDsAndGroups(t *testing.T) {
 			{GroupID: g, UserID: "bob", Role: im.RoleMember},
 			{GroupID: g, UserID: "carol", Role: im.RoleMember},
 		}
-		if err := e.store.SetGroupMembers(e.ctx, g, members); err != nil {
+		if err := e.store.ApplyGroupMembers(e.ctx, g, nil, members); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.store.SetGroupMembers(e.ctx, "other", []chunkstore.GroupMember{{GroupID: "other", UserID: "bob", Role: im.RoleAdmin}}); err != nil {
+		if err := e.store.ApplyGroupMembers(e.ctx, "other", nil, []chunkstore.GroupMember{{GroupID: "other", UserID: "bob", Role: im.RoleAdmin}}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := e.store.FindGroupMemberships(e.ctx, "bob", []string{g, "other", "none"})
@@ -745,7 +745,11 @@ func TestClientMsgIDsAndGroups(t *testing.T) {
 		}
 
 		// Bob leaves, carol becomes admin.
-		if err := e.store.SetGroupMembers(e.ctx, g, []chunkstore.GroupMember{
+		before, err := e.store.GroupMembers(e.ctx, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.store.ApplyGroupMembers(e.ctx, g, before, []chunkstore.GroupMember{
 			{GroupID: g, UserID: "alice", Role: im.RoleOwner},
 			{GroupID: g, UserID: "carol", Role: im.RoleAdmin},
 		}); err != nil {

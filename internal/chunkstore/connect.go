@@ -59,7 +59,7 @@ type Options struct {
 	OnStartFailed func(error)
 	// Admission, when set, lets each operation through or refuses it (overload); nil lets
 	// everything through.
-	Admission Admitter
+	Admission Acquirer
 	// TracerProvider, when set (tracing on), spans each command (TracingMonitor). nil
 	// installs nothing.
 	TracerProvider trace.TracerProvider

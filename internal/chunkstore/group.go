@@ -14,22 +14,6 @@ type GroupMember struct {
 	Role    int32  `bson:"role"`
 }
 
-// SetGroupMembers makes members the group's complete member list: listed users are added
-// or get their listed roles, everyone else is removed. It reads the current list first; a
-// caller that has it calls ApplyGroupMembers.
-func (s *Store) SetGroupMembers(ctx context.Context, groupID string, members []GroupMember) error {
-	ctx, done, err := s.admit(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	before, err := findAll[GroupMember](ctx, s.groupMembers, "find group members", bson.D{{Key: "group_id", Value: groupID}})
-	if err != nil {
-		return err
-	}
-	return s.applyGroupMembers(ctx, groupID, before, members)
-}
-
 // ApplyGroupMembers turns the group's member list before (as GroupMembers read it) into
 // members, writing only the difference: new members are inserted, members whose role changed
 // are updated, departed members are deleted, each in batches of writeBatch documents (one

@@ -253,7 +253,7 @@ func TestNaturalKeysKeepOpenIMFields(t *testing.T) {
 	if _, err := e.store.ClaimClientMsgIDs(ctx, map[chunkstore.ClientMsgKey]int64{{ConversationID: conv, SendID: "alice", ClientMsgID: "x|y"}: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.SetGroupMembers(ctx, "g1", []chunkstore.GroupMember{{GroupID: "g1", UserID: "alice", Role: 1}}); err != nil {
+	if err := e.store.ApplyGroupMembers(ctx, "g1", nil, []chunkstore.GroupMember{{GroupID: "g1", UserID: "alice", Role: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.store.AddUserConversations(ctx, []chunkstore.UserConversation{{UserID: "alice", ConversationID: conv}}); err != nil {
@@ -421,7 +421,7 @@ func TestLegacyStoreIsReadByField(t *testing.T) {
 		}
 	}
 	// A collection that was empty at open is keyed naturally from the start.
-	if err := store.SetGroupMembers(ctx, "g1", []chunkstore.GroupMember{{GroupID: "g1", UserID: "alice"}}); err != nil {
+	if err := store.ApplyGroupMembers(ctx, "g1", nil, []chunkstore.GroupMember{{GroupID: "g1", UserID: "alice"}}); err != nil {
 		t.Fatal(err)
 	}
 	if d := rawDoc(t, db, chunkstore.CollectionGroupMember, bson.D{{Key: "group_id", Value: "g1"}}); d["_id"] != "g1|alice" {

@@ -50,7 +50,7 @@ type Store struct {
 	locks  keyLocks
 	leases *leases
 	// admission bounds the operations in flight (Options.Admission); nil: no bound.
-	admission Admitter
+	admission Acquirer
 	// ready, when not nil, is closed once a store started in the background is prepared
 	// (background_start.go); stopStart ends the preparation when the Store is closed first.
 	ready       chan struct{}

@@ -233,3 +233,29 @@ func importGenerated(t *testing.T, g *gatewaytest.Gateway, conversations, per in
 	out, _ = runCommand(t, cli.Import, append(g.StoreFlags(), path)...)
 	return out, path
 }
+
+// Ensure the flags of a command with a positional argument are read after it too, as an
+// operator writes `msggate import FILE -data-dir D`, and that after "--" a name that looks
+// like a flag is the file (here it does not exist, so the import says so).
+func TestImportReadsFlagsAfterTheFile(t *testing.T) {
+	g := gatewaytest.Start(t)
+	path := filepath.Join(t.TempDir(), "after.jsonl")
+	var b bytes.Buffer
+	if err := bench.WriteImportFile(&b, bench.ImportFileOptions{Messages: 6, Conversations: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := runCommand(t, cli.Import, append([]string{path}, g.StoreFlags()...)...)
+	if want := "6 lines: 6 stored, 0 already there"; !strings.Contains(out, want) {
+		t.Fatalf("summary %q, want %q", out, want)
+	}
+	checkImported(t, g, 2, 3)
+
+	var stdout, stderr bytes.Buffer
+	args := append(g.StoreFlags(), "--", "-resume")
+	if err := cli.Import(context.Background(), args, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "-resume") {
+		t.Errorf("import of the file named -resume after --: %v", err)
+	}
+}

@@ -14,8 +14,8 @@ import (
 // gateway would with the same flags and environment. On the embedded default, run them while
 // the gateway is stopped: the embedded store's files belong to one process at a time.
 
-// openForCommand parses the common flags plus the command's own (added by extra) and opens
-// the stores.
+// openForCommand parses the common flags plus the command's own (added by extra), before or
+// after the command's positional arguments, and opens the stores.
 func openForCommand(ctx context.Context, name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*gateway.Gateway, *flag.FlagSet, error) {
 	var cfg gateway.Config // the embedded store logs to its file in the data dir, not to stderr
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -24,7 +24,7 @@ func openForCommand(ctx context.Context, name string, args []string, stderr io.W
 	if extra != nil {
 		extra(fs)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return nil, nil, err
 	}
 	if cfg.OpenIM.Enabled {

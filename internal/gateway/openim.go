@@ -9,7 +9,6 @@ import (
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/history"
-	"github.com/msggate/msggate/internal/mention"
 	"github.com/msggate/msggate/internal/openim"
 	"github.com/msggate/msggate/internal/openimsync"
 	"github.com/msggate/msggate/internal/ops"
@@ -71,90 +70,44 @@ const OpenIMChunkTTL = 10 * time.Second
 // its memory (openimsync.ReadSource), part of OpenIMChunkTTL.
 const OpenIMMemoryPeriod = 2 * time.Second
 
-// readPath is what the GraphQL layer reads through, how it authenticates, and what /readyz
-// checks: msggate's own store, or in OpenIM mode the deployment's.
-type readPath struct {
-	resolver      *graph.Resolver
-	authenticator auth.Authenticator
-	tokenHeader   string
-	checks        []ops.Check
-}
-
-func (g *Gateway) readPath() readPath {
-	own := ops.Check{Name: "redis", Ping: g.Cache.Ping}
-	if s := g.OpenIM; s != nil {
-		r := &graph.Resolver{
-			Conversations: s,
-			// Read afresh every time: OpenIM's Redis is already the cache in front of its
-			// MongoDB, and only OpenIM knows when an entry goes stale.
-			Chunks:      history.ChunkFunc(s.FindChunks),
-			AdjustViews: openIMQuotes,
-			// No ClientMsgs: OpenIM keeps a message's client message ID only inside its chunk,
-			// with no index on it, and a search of the chunks has no bound, so pages around a
-			// client message ID answer UNSUPPORTED (docs/openim.md).
-			Logger: g.Logger,
-		}
-		if g.FollowerLog != nil {
-			r.Sync, r.Hub = g.FollowerLog, g.Hub
-			// The feed tells which chunks change, so they can be kept (see OpenIMChunkTTL):
-			// in Redis, and in memory under the versions the follower moves.
-			r.Conversations = openimsync.NewReadSource(s, g.Cache, OpenIMMemoryPeriod)
-			cached := cache.NewChunks(s, g.Cache, g.Logger)
-			cached.ObserveCache = g.Metrics.ObserveChunkCache
-			r.Chunks = &history.Chunks{Store: cached, Memory: g.ChunkMemory}
-			// The feed keeps the index current (indexOpenIM); the finder scopes by OpenIM's
-			// own access and seq states, and keeps to the groups the viewer is in now.
-			r.Finder = g.finder(r.Conversations)
-		}
-		// OpenIM keeps no index of mentions (only a per-conversation flag), and msggate writes
-		// none into OpenIM's database: unread mentions are read from the chunks of each
-		// unread range, where at_user_id_list, revoke and del_list are (docs/openim.md).
-		r.Mentions = history.ChunkMentions{Chunks: r.Chunks}
-		return readPath{
-			resolver:      r,
-			authenticator: auth.UserTokens(s),
-			tokenHeader:   OpenIMTokenHeader,
-			checks:        []ops.Check{{Name: "openim-mongodb", Ping: s.PingMongo}, {Name: "openim-redis", Ping: s.PingRedis}, own},
-		}
+// openIMReadPath is the read path over OpenIM deployment s (readPath).
+func (g *Gateway) openIMReadPath(s *openim.Store, own ops.Check) readPath {
+	r := &graph.Resolver{
+		Conversations: s,
+		// Read afresh every time: OpenIM's Redis is already the cache in front of its
+		// MongoDB, and only OpenIM knows when an entry goes stale.
+		Chunks:      history.ChunkFunc(s.FindChunks),
+		AdjustViews: openIMQuotes,
+		// No ClientMsgs: OpenIM keeps a message's client message ID only inside its chunk,
+		// with no index on it, and a search of the chunks has no bound, so pages around a
+		// client message ID answer UNSUPPORTED (docs/openim.md).
+		Logger: g.Logger,
 	}
-	cached := cache.NewChunks(g.Store, g.Cache, g.Logger)
-	cached.ObserveCache = g.Metrics.ObserveChunkCache
+	if g.FollowerLog != nil {
+		r.Sync, r.Hub = g.FollowerLog, g.Hub
+		// The feed tells which chunks change, so they can be kept (see OpenIMChunkTTL):
+		// in Redis, and in memory under the versions the follower moves.
+		r.Conversations = openimsync.NewReadSource(s, g.Cache, OpenIMMemoryPeriod)
+		cached := cache.NewReadThrough(s, g.Cache, g.Logger)
+		cached.ObserveCache = g.Metrics.ObserveChunkCache
+		r.Chunks = &history.Chunks{Store: cached, Memory: g.ChunkMemory}
+		// The feed keeps the index current (indexOpenIM); the finder scopes by OpenIM's
+		// own access and seq states, and keeps to the groups the viewer is in now.
+		r.Finder = g.finder(r.Conversations)
+	}
+	// OpenIM keeps no index of mentions (only a per-conversation flag), and msggate writes
+	// none into OpenIM's database: unread mentions are read from the chunks of each
+	// unread range, where at_user_id_list, revoke and del_list are (docs/openim.md).
+	r.Mentions = history.ChunkMentions{Chunks: r.Chunks}
 	return readPath{
-		resolver: &graph.Resolver{
-			Ledger:     g.Ledger,
-			Chunks:     &history.Chunks{Store: cached, Memory: g.ChunkMemory},
-			ClientMsgs: g.Store,
-			Mentions:   mention.New(g.Store, g.Cache, g.Logger),
-			Ingester:   g.Ingest,
-			Finder:     g.finder(g.Ledger),
-			Hub:        g.Hub,
-			// OpenIM's states carry no chunks version, so its nodes could not be remembered.
-			RenderedNodes: g.renderedNodes(),
-			Logger:        g.Logger,
-		},
-		authenticator: g.authenticator(),
-		checks:        []ops.Check{{Name: "mongodb", Ping: g.Store.Ping}, own},
+		resolver:      r,
+		authenticator: auth.UserTokens(s),
+		tokenHeader:   OpenIMTokenHeader,
+		checks:        []ops.Check{{Name: "openim-mongodb", Ping: s.PingMongo}, {Name: "openim-redis", Ping: s.PingRedis}, own},
 	}
-}
-
-// renderedNodes is the memory of rendered list nodes Config.RenderedNodes asks for; nil: off.
-func (g *Gateway) renderedNodes() *graph.RenderedNodes {
-	if g.Config.RenderedNodes < 0 {
-		return nil
-	}
-	return graph.NewRenderedNodes(g.Config.RenderedNodes)
 }
 
 // openIMQuotes is OpenIM's quote rewrite on the read path (see openim.ViewQuote): a quote
 // whose quoted message has since been revoked shows the revoke notice instead of the quoted
 // text, as OpenIM's own reads show it.
 var openIMQuotes = history.Quotes(openim.QuotedSeq, openim.ViewQuote)
-
-// authenticator checks msggate's own tokens and, when one is configured, the identity
-// provider's.
-func (g *Gateway) authenticator() auth.Authenticator {
-	if g.IdentityProvider == nil {
-		return auth.HS256(g.Secret)
-	}
-	return auth.WithIdentityProvider(auth.HS256(g.Secret), g.IdentityProvider)
-}

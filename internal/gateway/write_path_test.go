@@ -113,7 +113,7 @@ func TestMarkConversationRead(t *testing.T) {
 // Ensure group conversations are readable and writable by their members only.
 func TestGroupMembership(t *testing.T) {
 	g := gatewaytest.Start(t)
-	err := g.Store.SetGroupMembers(context.Background(), "team", []chunkstore.GroupMember{
+	err := g.Store.ApplyGroupMembers(context.Background(), "team", nil, []chunkstore.GroupMember{
 		{GroupID: "team", UserID: "alice", Role: im.RoleOwner},
 		{GroupID: "team", UserID: "bob", Role: im.RoleMember},
 	})

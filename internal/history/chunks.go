@@ -11,7 +11,7 @@ import (
 // for refs that name their conversation's chunks version, and the store for the rest; without
 // one, the store for all. It is safe for concurrent use once built.
 type Chunks struct {
-	// Store reads what memory does not hold: msggate's Redis tier over MongoDB (cache.Chunks),
+	// Store reads what memory does not hold: msggate's Redis tier over MongoDB (cache.ReadThrough),
 	// or an OpenIM deployment's store.
 	Store ChunkFinder
 	// Memory, when set, keeps the chunks read under a version and serves them to readers that

@@ -2,9 +2,9 @@
 // history, the last message, the viewer's visible window (HISTORY_UNAVAILABLE below it) and
 // the per-user view of each seq.
 //
-// It reads through two small interfaces, ChunkSource and StateSource, and imports no store,
+// It reads through two small interfaces, ChunkSource and StateLoader, and imports no store,
 // so that the storage beneath can differ; the gateway wires it. Chunks makes any store a
-// ChunkSource (a ChunkFinder: msggate's Redis tier over MongoDB, cache.Chunks, or an OpenIM
+// ChunkSource (a ChunkFinder: msggate's Redis tier over MongoDB, cache.ReadThrough, or an OpenIM
 // deployment's openim.Store, read afresh every time), with a ChunkMemory in front for
 // msggate's own: decoded copies in process under each conversation's chunks version. A
 // dialect may show messages differently through the Reader's Adjust (Quotes, for OpenIM's

@@ -34,7 +34,7 @@ const (
 
 type layouts struct {
 	first   int64 // the page is first..first+pageSize-1
-	reader  *cache.Chunks
+	reader  *cache.ReadThrough
 	rdb     *redis.Client
 	flat    *mongo.Collection
 	docIDs  []string
@@ -53,7 +53,7 @@ func setupLayouts(b *testing.B, first int64) *layouts {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
 	b.Cleanup(func() { _ = rdb.Close() })
-	l := &layouts{first: first, reader: cache.NewChunks(store, cache.New(rdb, cache.Options{}), nil), rdb: rdb, flat: db.Collection("msg_flat")}
+	l := &layouts{first: first, reader: cache.NewReadThrough(store, cache.New(rdb, cache.Options{}), nil), rdb: rdb, flat: db.Collection("msg_flat")}
 
 	msgs := make([]*im.Message, benchMessages)
 	flatDocs := make([]any, benchMessages)

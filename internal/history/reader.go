@@ -14,7 +14,7 @@ type Reader struct {
 	Viewer string
 	Chunks ChunkSource
 	// States gives the Viewer's seq state.
-	States StateSource
+	States StateLoader
 	// Adjust, when set, is given the views of every read after the per-user view and may
 	// change them in place. It is where a storage dialect shows a message differently for a
 	// reason outside the message's own slot (OpenIM withholds the quoted text of a revoked

@@ -35,8 +35,9 @@ type ChunkSource interface {
 
 // ChunkFinder reads chunks from a store, aligned with docIDs, nil where none exists; a store
 // failure is an error. msggate's MongoDB (chunkstore.Store), the same behind its Redis tier
-// (cache.Chunks) and an OpenIM deployment's (openim.Store) are ChunkFinders; Chunks makes one
-// a ChunkSource.
+// (cache.ReadThrough) and an OpenIM deployment's (openim.Store) are ChunkFinders; Chunks makes
+// one a ChunkSource. cache.ReadThrough declares the same contract under the same name for what
+// it reads through: neither package may import the other.
 type ChunkFinder interface {
 	FindChunks(ctx context.Context, docIDs []string) ([]*im.Chunk, error)
 }
@@ -61,8 +62,8 @@ func docIDsOf(refs []ChunkRef) []string {
 	return out
 }
 
-// StateSource is where one viewer's seq state comes from.
-type StateSource interface {
+// StateLoader is where one viewer's seq state comes from.
+type StateLoader interface {
 	// LoadState returns the viewer's seq state in the conversation.
 	LoadState(ctx context.Context, conversationID string) (im.SeqState, error)
 }

@@ -115,7 +115,7 @@ func TestRunOnceDeletesOldChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Warm the chunk cache, as reads would have.
-	reader := cache.NewChunks(e.store, e.cache, nil)
+	reader := cache.NewReadThrough(e.store, e.cache, nil)
 	if _, err := reader.FindChunks(e.ctx, []string{"sg_old:0", "sg_old:2", "sg_mixed:0"}); err != nil {
 		t.Fatal(err)
 	}

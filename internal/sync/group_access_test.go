@@ -106,7 +106,11 @@ func TestHeldMembershipIsReadFromMongoDB(t *testing.T) {
 	if err := a.cache.HoldMemberships(a.ctx, "g", []string{"bob"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.store.SetGroupMembers(a.ctx, "g", []chunkstore.GroupMember{{GroupID: "g", UserID: "alice", Role: im.RoleOwner}}); err != nil {
+	before, err := a.store.GroupMembers(a.ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.store.ApplyGroupMembers(a.ctx, "g", before, []chunkstore.GroupMember{{GroupID: "g", UserID: "alice", Role: im.RoleOwner}}); err != nil {
 		t.Fatal(err)
 	}
 	a.mongo.Reset()
