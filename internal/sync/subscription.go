@@ -124,7 +124,7 @@ func NewHub(events *EventLog, c *cache.Cache, opts HubOptions) *Hub {
 }
 
 // DefaultHubBuffer is HubOptions.Buffer's default. A subscriber whose buffer fills reads from
-// the log instead, so the buffer only has to cover a burst; every idle subscriber holds one.
+// the log instead, so the buffer only has to cover a burst; it is held only while events wait.
 const DefaultHubBuffer = 64
 
 // ErrShuttingDown ends the subscriptions of a gateway instance that is shutting down.
@@ -200,14 +200,28 @@ func (h *Hub) deliver(userID, group string, ev *im.Event) {
 // offerLocked queues ev (nil: re-read the logs) for s without waiting; when s's buffer is full,
 // s is told it overflowed instead. h.mu must be held.
 func (s *Subscription) offerLocked(ev *im.Event) {
-	select {
-	case s.live <- ev:
-	default:
-		select {
-		case s.overflow <- struct{}{}:
-		default: // already told
-		}
+	s.queueMu.Lock()
+	if len(s.queue) < s.hub.opts.Buffer {
+		s.queue = append(s.queue, ev)
+	} else {
+		s.overflowed = true
 	}
+	s.queueMu.Unlock()
+	select {
+	case s.arrived <- struct{}{}:
+	default: // already told
+	}
+}
+
+// takeQueued returns the live events queued for s (nil when none), and whether events were
+// left out since the last call.
+func (s *Subscription) takeQueued() ([]*im.Event, bool) {
+	s.queueMu.Lock()
+	defer s.queueMu.Unlock()
+	q, over := s.queue, s.overflowed
+	// Not kept for the next burst: an idle subscriber holds no buffer.
+	s.queue, s.overflowed = nil, false
+	return q, over
 }
 
 // Subscription is one subscriber's stream of a user's events: their own log's and those of
@@ -215,12 +229,16 @@ func (s *Subscription) offerLocked(ev *im.Event) {
 type Subscription struct {
 	hub    *Hub
 	userID string
-	live   chan *im.Event
-	// overflow holds a signal when live events were left out because live was full.
-	overflow chan struct{}
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	once     gosync.Once
+	// queue holds the live events waiting for the stream (at most HubOptions.Buffer);
+	// overflowed is set when later ones were left out. Both guarded by queueMu. arrived holds
+	// a signal when either changed.
+	queueMu    gosync.Mutex
+	queue      []*im.Event
+	overflowed bool
+	arrived    chan struct{}
+	ctx        context.Context
+	cancel     context.CancelCauseFunc
+	once       gosync.Once
 	// following is the set of group streams whose channels deliver to this subscription;
 	// guarded by hub.mu, changed by Run's goroutine (each group under its channel's lock) and
 	// Close. synced (guarded by hub.mu) is set once following was first made what a read of
@@ -294,8 +312,7 @@ func (h *Hub) Subscribe(ctx context.Context, userID string) (*Subscription, erro
 // thousands of channels at once (a gateway's devices reconnecting). Close it when done.
 func (h *Hub) Open(ctx context.Context, userID string) (*Subscription, error) {
 	sctx, cancel := context.WithCancelCause(ctx)
-	s := &Subscription{hub: h, userID: userID, live: make(chan *im.Event, h.opts.Buffer),
-		overflow: make(chan struct{}, 1), ctx: sctx, cancel: cancel}
+	s := &Subscription{hub: h, userID: userID, arrived: make(chan struct{}, 1), ctx: sctx, cancel: cancel}
 	// The channel's lock orders its subscribe against an unsubscribe of the user's last
 	// subscription here (Close), which waits for a pending confirmation first.
 	lock := h.channels.user(userID)
@@ -556,15 +573,8 @@ func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Ev
 			return context.Cause(ctx)
 		case <-st.retry.C:
 			end, err = st.resume()
-		case <-s.overflow:
-			// Events were left out of live: what is queued is older than them, and the logs
-			// have everything.
-			for len(s.live) > 0 {
-				<-s.live
-			}
-			end, err = st.resume()
-		case ev := <-s.live:
-			end, err = st.receive(ev)
+		case <-s.arrived:
+			end, err = st.arrived()
 		}
 		if end {
 			return err
@@ -755,6 +765,22 @@ func (st *stream) resume() (bool, error) {
 	default:
 		return true, st.stop(err)
 	}
+}
+
+// arrived handles the live events queued; true when the subscription ends.
+func (st *stream) arrived() (bool, error) {
+	queued, overflowed := st.s.takeQueued()
+	if overflowed {
+		// Events were left out of the queue: what it holds is older than them, and the logs
+		// have everything.
+		return st.resume()
+	}
+	for _, ev := range queued {
+		if end, err := st.receive(ev); end {
+			return true, err
+		}
+	}
+	return false, nil
 }
 
 // receive handles one live event (nil when events may have been missed, or the user's
