@@ -68,8 +68,7 @@ func (*wsTransport) Supports(r *http.Request) bool { return r.Header.Get("Upgrad
 
 // Do serves one connection until it closes.
 func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
-	var socket hijacked
-	conn, err := websocket.Accept(smallBuffers{w, &socket}, r, &websocket.AcceptOptions{Subprotocols: []string{protocolTransportWS, protocolLegacyWS}})
+	conn, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{Subprotocols: []string{protocolTransportWS, protocolLegacyWS}})
 	if err != nil {
 		return // Accept answered the request
 	}
@@ -80,7 +79,6 @@ func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 	c := &wsConnection{
 		t:       t,
 		conn:    conn,
-		socket:  socket,
 		exec:    exec,
 		headers: r.Header,
 		legacy:  conn.Subprotocol() != protocolTransportWS,
@@ -120,18 +118,8 @@ func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 const wsBufferSize = 512
 
 // smallBuffers is the response writer the WebSocket library hijacks: the connection it gets
-// has wsBufferSize buffers instead of net/http's. What it hands over is noted in socket.
-type smallBuffers struct {
-	http.ResponseWriter
-	socket *hijacked
-}
-
-// hijacked is a WebSocket connection's socket and the buffered reader the library reads it
-// through.
-type hijacked struct {
-	conn net.Conn
-	br   *bufio.Reader
-}
+// has wsBufferSize buffers instead of net/http's.
+type smallBuffers struct{ http.ResponseWriter }
 
 func (w smallBuffers) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
@@ -150,7 +138,6 @@ func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		_ = conn.Close()
 		return nil, nil, err
 	}
-	*w.socket = hijacked{conn: conn, br: br}
 	// net/http has written the 101 answer by the time it hijacks: its writer holds nothing.
 	return conn, bufio.NewReadWriter(br, bufio.NewWriterSize(conn, wsBufferSize)), nil
 }
@@ -176,7 +163,6 @@ func (c *wsConnection) finish(cancel context.CancelFunc) {
 type wsConnection struct {
 	t       *wsTransport
 	conn    *websocket.Conn
-	socket  hijacked // conn's own
 	exec    graphql.GraphExecutor
 	headers http.Header
 	legacy  bool // graphql-ws rather than graphql-transport-ws
@@ -274,9 +260,6 @@ func (c *wsConnection) init() bool {
 // serve reads the client's messages until the connection closes.
 func (c *wsConnection) serve() {
 	for {
-		// An idle connection waits here for its client: the WebSocket library's read waits
-		// far deeper, on a stack that garbage collections could then never halve.
-		freshstack.AwaitReadable(c.socket.conn, c.socket.br)
 		m, err := c.read()
 		if err != nil {
 			return
