@@ -320,15 +320,7 @@ func (r *Resolver) syncEvents(ctx context.Context, since *string) (<-chan *model
 		// The subscription leaves the hub before the connection is closed: the close may wait
 		// for a peer that does not read.
 		sub.Close()
-		switch {
-		case errors.Is(err, imsync.ErrSlowConsumer):
-			r.Logger.WarnContext(ctx, "subscriber dropped", "user", viewer.UserID, "reason", err)
-			closeAndWait(ctx, CloseSlowConsumer, slowConsumerReason)
-		case errors.Is(err, imsync.ErrShuttingDown):
-			closeAndWait(ctx, CloseGoingAway, "going away: the gateway is shutting down; reconnect with your last token")
-		case err != nil && ctx.Err() == nil:
-			r.Logger.ErrorContext(ctx, "subscription ended", "user", viewer.UserID, "err", err)
-		}
+		r.streamEnded(ctx, viewer.UserID, err)
 	}
 	if !pumpStream(ctx, run) {
 		release()
@@ -336,6 +328,21 @@ func (r *Resolver) syncEvents(ctx context.Context, since *string) (<-chan *model
 		return nil, im.Errorf(im.EINVALID, "syncEvents is served over WebSocket only")
 	}
 	return out, nil
+}
+
+// streamEnded closes the connection of a subscription whose stream ended with err, or logs
+// why it ended. Apart from the stream's goroutine (syncEvents' run), which idles below it:
+// what is here would widen its frame.
+func (r *Resolver) streamEnded(ctx context.Context, userID string, err error) {
+	switch {
+	case errors.Is(err, imsync.ErrSlowConsumer):
+		r.Logger.WarnContext(ctx, "subscriber dropped", "user", userID, "reason", err)
+		closeAndWait(ctx, CloseSlowConsumer, slowConsumerReason)
+	case errors.Is(err, imsync.ErrShuttingDown):
+		closeAndWait(ctx, CloseGoingAway, "going away: the gateway is shutting down; reconnect with your last token")
+	case err != nil && ctx.Err() == nil:
+		r.Logger.ErrorContext(ctx, "subscription ended", "user", userID, "err", err)
+	}
 }
 
 const slowConsumerReason = "slow consumer: stopped taking events; reconnect with your last token"

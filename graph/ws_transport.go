@@ -238,6 +238,9 @@ func (c *wsConnection) init() bool {
 		return false
 	}
 	c.ctx = ctx
+	// The upgrade request's headers served the authentication; an idle connection need not
+	// hold them for good (an operation's are read by nothing of msggate's).
+	c.headers = nil
 	if c.t.sessions != nil && token != "" {
 		c.t.sessions.add(c, token)
 	}

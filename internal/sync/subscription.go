@@ -124,7 +124,7 @@ func NewHub(events *EventLog, c *cache.Cache, opts HubOptions) *Hub {
 }
 
 // DefaultHubBuffer is HubOptions.Buffer's default. A subscriber whose buffer fills reads from
-// the log instead, so the buffer only has to cover a burst; every idle subscriber holds one.
+// the log instead, so the buffer only has to cover a burst; it is held only while events wait.
 const DefaultHubBuffer = 64
 
 // ErrShuttingDown ends the subscriptions of a gateway instance that is shutting down.
@@ -200,14 +200,28 @@ func (h *Hub) deliver(userID, group string, ev *im.Event) {
 // offerLocked queues ev (nil: re-read the logs) for s without waiting; when s's buffer is full,
 // s is told it overflowed instead. h.mu must be held.
 func (s *Subscription) offerLocked(ev *im.Event) {
-	select {
-	case s.live <- ev:
-	default:
-		select {
-		case s.overflow <- struct{}{}:
-		default: // already told
-		}
+	s.queueMu.Lock()
+	if len(s.queue) < s.hub.opts.Buffer {
+		s.queue = append(s.queue, ev)
+	} else {
+		s.overflowed = true
 	}
+	s.queueMu.Unlock()
+	select {
+	case s.arrived <- struct{}{}:
+	default: // already told
+	}
+}
+
+// takeQueued returns the live events queued for s (nil when none), and whether events were
+// left out since the last call.
+func (s *Subscription) takeQueued() ([]*im.Event, bool) {
+	s.queueMu.Lock()
+	defer s.queueMu.Unlock()
+	q, over := s.queue, s.overflowed
+	// Not kept for the next burst: an idle subscriber holds no buffer.
+	s.queue, s.overflowed = nil, false
+	return q, over
 }
 
 // Subscription is one subscriber's stream of a user's events: their own log's and those of
@@ -215,12 +229,16 @@ func (s *Subscription) offerLocked(ev *im.Event) {
 type Subscription struct {
 	hub    *Hub
 	userID string
-	live   chan *im.Event
-	// overflow holds a signal when live events were left out because live was full.
-	overflow chan struct{}
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	once     gosync.Once
+	// queue holds the live events waiting for the stream (at most HubOptions.Buffer);
+	// overflowed is set when later ones were left out. Both guarded by queueMu. arrived holds
+	// a signal when either changed.
+	queueMu    gosync.Mutex
+	queue      []*im.Event
+	overflowed bool
+	arrived    chan struct{}
+	ctx        context.Context
+	cancel     context.CancelCauseFunc
+	once       gosync.Once
 	// following is the set of group streams whose channels deliver to this subscription;
 	// guarded by hub.mu, changed by Run's goroutine (each group under its channel's lock) and
 	// Close. synced (guarded by hub.mu) is set once following was first made what a read of
@@ -294,8 +312,7 @@ func (h *Hub) Subscribe(ctx context.Context, userID string) (*Subscription, erro
 // thousands of channels at once (a gateway's devices reconnecting). Close it when done.
 func (h *Hub) Open(ctx context.Context, userID string) (*Subscription, error) {
 	sctx, cancel := context.WithCancelCause(ctx)
-	s := &Subscription{hub: h, userID: userID, live: make(chan *im.Event, h.opts.Buffer),
-		overflow: make(chan struct{}, 1), ctx: sctx, cancel: cancel}
+	s := &Subscription{hub: h, userID: userID, arrived: make(chan struct{}, 1), ctx: sctx, cancel: cancel}
 	// The channel's lock orders its subscribe against an unsubscribe of the user's last
 	// subscription here (Close), which waits for a pending confirmation first.
 	lock := h.channels.user(userID)
@@ -524,251 +541,285 @@ func (s *Subscription) Close() {
 // is unavailable after the stream started, it keeps retrying the log instead of ending. send
 // must give up when its context ends.
 func (s *Subscription) Run(since *im.SyncToken, send func(context.Context, im.Event) error) error {
-	ctx := s.ctx
-	stall := s.hub.opts.StallTimeout
-	// views holds the user's own counters in each group followed, to personalize its events.
-	views := map[string]MemberView{}
-	// deliver gives send one event, and gives up on a subscriber that does not take it.
-	// A subscriber that stalls leaves the hub at once, even while send still waits (a write
-	// to a peer that does not read only ends when the peer reads or the connection closes).
-	deliver := func(ev im.Event) error {
-		sendCtx, cancel := context.WithTimeoutCause(ctx, stall, ErrSlowConsumer)
-		defer cancel()
-		stalled := context.AfterFunc(sendCtx, func() {
-			if errors.Is(context.Cause(sendCtx), ErrSlowConsumer) && ctx.Err() == nil {
-				s.hub.dropped("slow_consumer")
-				s.cancel(ErrSlowConsumer)
-				s.Close()
-			}
-		})
-		err := send(sendCtx, ev)
-		if !stalled() && errors.Is(context.Cause(ctx), ErrSlowConsumer) {
-			return ErrSlowConsumer
-		}
-		return err
+	// The stream's state lives on the heap and each wake-up is handled by a call that returns
+	// before the next wait: the goroutine idles in this loop's small frame, on a stack that
+	// garbage collections shrink back to its smallest size (it is most of what an idle
+	// device costs).
+	st := &stream{s: s, ctx: s.ctx, send: send, views: map[string]MemberView{}, retry: time.NewTimer(0)}
+	st.retry.Stop()
+	st.started = since != nil
+	if st.started {
+		st.tok = *since
 	}
-	var tok im.SyncToken
-	started := since != nil // tok is where the stream stands
-	if started {
-		tok = *since
-	}
-	// catchUp sends what the logs hold after tok; false when the subscription must end.
-	catchUp := func() (bool, error) {
-		for {
-			d, err := s.hub.events.Difference(ctx, s.userID, tok, s.hub.opts.ReplayPage)
-			if err != nil {
-				return false, err
-			}
-			if d.TooLong {
-				return false, deliver(im.Event{Type: im.EventTooLong, Epoch: d.Token.User.Epoch, Position: d.Token.User.Position})
-			}
-			maps.Copy(views, d.Views)
-			for _, ev := range d.Events {
-				if ev.Type == im.EventLeave {
-					delete(views, ev.Stream)
-				} else if v, ok := views[ev.ConversationID]; ok && ev.Stream == "" {
-					v.observe(ev, s.userID)
-					views[ev.ConversationID] = v
-				}
-				if err := deliver(ev); err != nil {
-					return false, err
-				}
-			}
-			tok = d.Token
-			if !d.HasMore {
-				return true, nil
-			}
-		}
-	}
-	// sync catches up, then follows the group streams the token names; when that adds
-	// streams, it catches up again, for what they logged before their channels were heard.
-	sync := func() (bool, error) {
-		if !started {
-			// Without a token the stream starts at the heads: the user log's as Subscribe
-			// read it (or now, once its channel is confirmed), the group streams' once
-			// their channels are. Nothing is logged before them that the stream owes, so
-			// there is nothing to catch up: the start is a read of the user's list and
-			// one round trip for the heads and the member's counters, all from Redis
-			// while it knows the user. Read here, they are retried as a catch-up is while
-			// the stores are unavailable.
-			groups, version, err := s.hub.events.versionedGroupStreams(ctx, s.userID)
-			if err != nil {
-				return false, err
-			}
-			follow := make(map[string]im.Cursor, len(groups))
-			for _, g := range groups {
-				follow[g] = im.Cursor{}
-			}
-			if _, err := s.follow(follow); err != nil {
-				return false, err
-			}
-			s.hub.mu.Lock()
-			s.listVersion = version
-			s.hub.mu.Unlock()
-			start, vs, err := s.hub.events.startPoint(ctx, s.userID, groups, s.head == nil)
-			if err != nil {
-				return false, err
-			}
-			if s.head != nil {
-				start.User = *s.head
-			}
-			tok, started = start, true
-			maps.Copy(views, vs)
-			s.count()
-			return true, nil
-		}
-		for {
-			ok, err := catchUp()
-			if !ok {
-				return false, err
-			}
-			added, err := s.follow(tok.Groups)
-			if err != nil {
-				return false, err
-			}
-			var unseen []string
-			for g := range tok.Groups {
-				if _, ok := views[g]; !ok {
-					unseen = append(unseen, g)
-				}
-			}
-			if len(unseen) > 0 {
-				vs, err := s.hub.events.MemberViews(ctx, s.userID, unseen)
-				if err != nil {
-					return false, err
-				}
-				maps.Copy(views, vs)
-			}
-			if !added {
-				return true, nil
-			}
-		}
-	}
-	stop := func(err error) error {
-		if errors.Is(err, ErrSlowConsumer) {
-			return err
-		}
-		if cause := context.Cause(ctx); cause != nil {
-			return cause
-		}
-		return err
-	}
-	// retry is armed while the logs cannot be read: Redis restarting or failing over is not a
-	// reason to end the stream, and the client's token stays valid (or turns into TOO_LONG
-	// once Redis is back without the log).
-	retry := time.NewTimer(0)
-	retry.Stop()
-	backoff := time.Duration(0)
-	live := false // counted in hub.live
-	// resume runs sync and reports whether the subscription ends, and with what.
-	resume := func() (bool, error) {
-		// Wait for a turn here, on this goroutine's shallow stack, before the read starts the
-		// goroutine that makes it.
-		select {
-		case s.hub.catchups <- struct{}{}:
-		case <-ctx.Done():
-			return true, context.Cause(ctx)
-		}
-		var ok bool
-		var err error
-		freshstack.Run(func() { ok, err = sync() })
-		<-s.hub.catchups
-		switch {
-		case ok:
-			backoff = 0
-			if !live {
-				live = true
-				s.hub.live.Add(1)
-			}
-			return false, nil
-		case err != nil && im.ErrorCode(err) == im.EUNAVAILABLE && ctx.Err() == nil:
-			// A store that refused says when to come back; many subscriptions refused at
-			// once (a gateway's devices reconnecting) spread their returns over half again.
-			backoff = min(max(2*backoff, catchUpRetryMin), catchUpRetryMax)
-			wait := max(backoff, im.RetryHint(err))
-			retry.Reset(wait + rand.N(wait/2+1))
-			return false, nil
-		default:
-			return true, stop(err)
-		}
-	}
-	defer retry.Stop()
-	defer func() {
-		if live {
-			s.hub.live.Add(-1)
-		}
-	}()
+	defer st.end()
 	// An opened subscription (Open) waits here, on the goroutine that streams, until Redis
 	// confirmed the user's channel: only then is a head read, or a catch-up from a token,
 	// sure to be followed by every later event.
 	if err := s.awaitChannel(); err != nil {
-		return stop(err)
+		return st.stop(err)
 	}
-	if started {
+	if st.started {
 		s.count()
 	}
-	if end, err := resume(); end {
+	if end, err := st.resume(); end {
 		return err
 	}
+	ctx := s.ctx
 	for {
+		var end bool
+		var err error
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-retry.C:
-			if end, err := resume(); end {
-				return err
-			}
-		case <-s.overflow:
-			// Events were left out of live: what is queued is older than them, and the logs
-			// have everything.
-			for len(s.live) > 0 {
-				<-s.live
-			}
-			if end, err := resume(); end {
-				return err
-			}
-		case ev := <-s.live:
-			if ev == nil {
-				// Events may have been missed, or the user's groups changed: the logs know.
-				if end, err := resume(); end {
-					return err
-				}
-				continue
-			}
-			cur, followed := tok.User, true
-			if ev.Stream != "" {
-				cur, followed = tok.Groups[ev.Stream]
-			}
-			switch {
-			case !followed:
-				// A stream this subscription stopped following (its user left the group).
-			case ev.Epoch == cur.Epoch && ev.Position <= cur.Position:
-				// Already sent, from the log.
-			case ev.Epoch == cur.Epoch && ev.Position == cur.Position+1 && backoff == 0:
-				out := *ev // shared with the stream's other subscribers here
-				if ev.Stream != "" {
-					v := views[ev.Stream]
-					v.personalize(&out, s.userID)
-					views[ev.Stream] = v
-					tok.Groups[ev.Stream] = out.Cursor()
-				} else {
-					if v, ok := views[out.ConversationID]; ok {
-						v.observe(out, s.userID)
-						views[out.ConversationID] = v
-					}
-					tok.User = out.Cursor()
-				}
-				if err := deliver(out); err != nil {
-					return stop(err)
-				}
-			default:
-				// A gap, or a new log: the log knows.
-				if end, err := resume(); end {
-					return err
-				}
-			}
+		case <-st.retry.C:
+			end, err = st.resume()
+		case <-s.arrived:
+			end, err = st.arrived()
+		}
+		if end {
+			return err
 		}
 	}
+}
+
+// stream is a running subscription's state (Run's).
+type stream struct {
+	s    *Subscription
+	ctx  context.Context
+	send func(context.Context, im.Event) error
+	// views holds the user's own counters in each group followed, to personalize its events.
+	views   map[string]MemberView
+	tok     im.SyncToken // where the stream stands, once started
+	started bool
+	// retry is armed while the logs cannot be read: Redis restarting or failing over is not a
+	// reason to end the stream, and the client's token stays valid (or turns into TOO_LONG
+	// once Redis is back without the log).
+	retry   *time.Timer
+	backoff time.Duration
+	live    bool // counted in hub.live
+}
+
+func (st *stream) end() {
+	st.retry.Stop()
+	if st.live {
+		st.s.hub.live.Add(-1)
+	}
+}
+
+// deliver gives send one event, and gives up on a subscriber that does not take it.
+// A subscriber that stalls leaves the hub at once, even while send still waits (a write
+// to a peer that does not read only ends when the peer reads or the connection closes).
+func (st *stream) deliver(ev im.Event) error {
+	s, ctx := st.s, st.ctx
+	sendCtx, cancel := context.WithTimeoutCause(ctx, s.hub.opts.StallTimeout, ErrSlowConsumer)
+	defer cancel()
+	stalled := context.AfterFunc(sendCtx, func() {
+		if errors.Is(context.Cause(sendCtx), ErrSlowConsumer) && ctx.Err() == nil {
+			s.hub.dropped("slow_consumer")
+			s.cancel(ErrSlowConsumer)
+			s.Close()
+		}
+	})
+	err := st.send(sendCtx, ev)
+	if !stalled() && errors.Is(context.Cause(ctx), ErrSlowConsumer) {
+		return ErrSlowConsumer
+	}
+	return err
+}
+
+// catchUp sends what the logs hold after tok; false when the subscription must end.
+func (st *stream) catchUp() (bool, error) {
+	s, ctx := st.s, st.ctx
+	for {
+		d, err := s.hub.events.Difference(ctx, s.userID, st.tok, s.hub.opts.ReplayPage)
+		if err != nil {
+			return false, err
+		}
+		if d.TooLong {
+			return false, st.deliver(im.Event{Type: im.EventTooLong, Epoch: d.Token.User.Epoch, Position: d.Token.User.Position})
+		}
+		maps.Copy(st.views, d.Views)
+		for _, ev := range d.Events {
+			if ev.Type == im.EventLeave {
+				delete(st.views, ev.Stream)
+			} else if v, ok := st.views[ev.ConversationID]; ok && ev.Stream == "" {
+				v.observe(ev, s.userID)
+				st.views[ev.ConversationID] = v
+			}
+			if err := st.deliver(ev); err != nil {
+				return false, err
+			}
+		}
+		st.tok = d.Token
+		if !d.HasMore {
+			return true, nil
+		}
+	}
+}
+
+// sync catches up, then follows the group streams the token names; when that adds
+// streams, it catches up again, for what they logged before their channels were heard.
+func (st *stream) sync() (bool, error) {
+	s, ctx := st.s, st.ctx
+	if !st.started {
+		// Without a token the stream starts at the heads: the user log's as Subscribe
+		// read it (or now, once its channel is confirmed), the group streams' once
+		// their channels are. Nothing is logged before them that the stream owes, so
+		// there is nothing to catch up: the start is a read of the user's list and
+		// one round trip for the heads and the member's counters, all from Redis
+		// while it knows the user. Read here, they are retried as a catch-up is while
+		// the stores are unavailable.
+		groups, version, err := s.hub.events.versionedGroupStreams(ctx, s.userID)
+		if err != nil {
+			return false, err
+		}
+		follow := make(map[string]im.Cursor, len(groups))
+		for _, g := range groups {
+			follow[g] = im.Cursor{}
+		}
+		if _, err := s.follow(follow); err != nil {
+			return false, err
+		}
+		s.hub.mu.Lock()
+		s.listVersion = version
+		s.hub.mu.Unlock()
+		start, vs, err := s.hub.events.startPoint(ctx, s.userID, groups, s.head == nil)
+		if err != nil {
+			return false, err
+		}
+		if s.head != nil {
+			start.User = *s.head
+		}
+		st.tok, st.started = start, true
+		maps.Copy(st.views, vs)
+		s.count()
+		return true, nil
+	}
+	for {
+		ok, err := st.catchUp()
+		if !ok {
+			return false, err
+		}
+		added, err := s.follow(st.tok.Groups)
+		if err != nil {
+			return false, err
+		}
+		var unseen []string
+		for g := range st.tok.Groups {
+			if _, ok := st.views[g]; !ok {
+				unseen = append(unseen, g)
+			}
+		}
+		if len(unseen) > 0 {
+			vs, err := s.hub.events.MemberViews(ctx, s.userID, unseen)
+			if err != nil {
+				return false, err
+			}
+			maps.Copy(st.views, vs)
+		}
+		if !added {
+			return true, nil
+		}
+	}
+}
+
+func (st *stream) stop(err error) error {
+	if errors.Is(err, ErrSlowConsumer) {
+		return err
+	}
+	if cause := context.Cause(st.ctx); cause != nil {
+		return cause
+	}
+	return err
+}
+
+// resume runs sync and reports whether the subscription ends, and with what.
+func (st *stream) resume() (bool, error) {
+	s, ctx := st.s, st.ctx
+	// Wait for a turn here, on this goroutine's shallow stack, before the read starts the
+	// goroutine that makes it.
+	select {
+	case s.hub.catchups <- struct{}{}:
+	case <-ctx.Done():
+		return true, context.Cause(ctx)
+	}
+	var ok bool
+	var err error
+	freshstack.Run(func() { ok, err = st.sync() })
+	<-s.hub.catchups
+	switch {
+	case ok:
+		st.backoff = 0
+		if !st.live {
+			st.live = true
+			s.hub.live.Add(1)
+		}
+		return false, nil
+	case err != nil && im.ErrorCode(err) == im.EUNAVAILABLE && ctx.Err() == nil:
+		// A store that refused says when to come back; many subscriptions refused at
+		// once (a gateway's devices reconnecting) spread their returns over half again.
+		st.backoff = min(max(2*st.backoff, catchUpRetryMin), catchUpRetryMax)
+		wait := max(st.backoff, im.RetryHint(err))
+		st.retry.Reset(wait + rand.N(wait/2+1))
+		return false, nil
+	default:
+		return true, st.stop(err)
+	}
+}
+
+// arrived handles the live events queued; true when the subscription ends.
+func (st *stream) arrived() (bool, error) {
+	queued, overflowed := st.s.takeQueued()
+	if overflowed {
+		// Events were left out of the queue: what it holds is older than them, and the logs
+		// have everything.
+		return st.resume()
+	}
+	for _, ev := range queued {
+		if end, err := st.receive(ev); end {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+// receive handles one live event (nil when events may have been missed, or the user's
+// groups changed: the logs know); true when the subscription ends.
+func (st *stream) receive(ev *im.Event) (bool, error) {
+	if ev == nil {
+		return st.resume()
+	}
+	cur, followed := st.tok.User, true
+	if ev.Stream != "" {
+		cur, followed = st.tok.Groups[ev.Stream]
+	}
+	switch {
+	case !followed:
+		// A stream this subscription stopped following (its user left the group).
+	case ev.Epoch == cur.Epoch && ev.Position <= cur.Position:
+		// Already sent, from the log.
+	case ev.Epoch == cur.Epoch && ev.Position == cur.Position+1 && st.backoff == 0:
+		out := *ev // shared with the stream's other subscribers here
+		if ev.Stream != "" {
+			v := st.views[ev.Stream]
+			v.personalize(&out, st.s.userID)
+			st.views[ev.Stream] = v
+			st.tok.Groups[ev.Stream] = out.Cursor()
+		} else {
+			if v, ok := st.views[out.ConversationID]; ok {
+				v.observe(out, st.s.userID)
+				st.views[out.ConversationID] = v
+			}
+			st.tok.User = out.Cursor()
+		}
+		if err := st.deliver(out); err != nil {
+			return true, st.stop(err)
+		}
+	default:
+		// A gap, or a new log: the log knows.
+		return st.resume()
+	}
+	return false, nil
 }
 
 // The wait between attempts to read the log while Redis is unavailable, doubling from min to
