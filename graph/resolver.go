@@ -5,6 +5,8 @@ package graph
 import (
 	"log/slog"
 
+	"github.com/99designs/gqlgen/graphql"
+
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/ingest"
 	"github.com/msggate/msggate/internal/search/finder"
@@ -46,4 +48,12 @@ type Resolver struct {
 	// every time.
 	RenderedNodes *RenderedNodes
 	Logger        *slog.Logger
+}
+
+// NewSchema returns the executable schema over r, its lists priced for the complexity limit
+// (priceLists).
+func NewSchema(r *Resolver) graphql.ExecutableSchema {
+	cfg := Config{Resolvers: r}
+	priceLists(&cfg.Complexity)
+	return NewExecutableSchema(cfg)
 }

@@ -4,10 +4,10 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/ops"
 	"github.com/msggate/msggate/internal/playground"
+	"github.com/msggate/msggate/internal/server"
 	"github.com/msggate/msggate/internal/tracing"
 )
 
@@ -38,7 +38,7 @@ func (g *Gateway) Handler() http.Handler {
 	opts.CacheAdmission = g.CacheAdmission
 	opts.TracerProvider = g.Config.TracerProvider
 	mux := http.NewServeMux()
-	mux.Handle("/query", graph.NewHandler(read.resolver, opts))
+	mux.Handle("/query", server.NewHandler(read.resolver, opts))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
@@ -57,7 +57,7 @@ func (g *Gateway) Handler() http.Handler {
 			withToken := playground.New(playground.Options{Endpoint: "/query", Token: g.PlaygroundToken})
 			header := g.Config.Handler.ClientIPHeader
 			mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-				if graph.LoopbackClient(r, header) {
+				if server.LoopbackClient(r, header) {
 					withToken.ServeHTTP(w, r)
 					return
 				}

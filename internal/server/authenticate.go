@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/im"
 )
@@ -36,6 +37,21 @@ func authenticateRequest(req *http.Request, o HandlerOptions) (context.Context, 
 		viewer = auth.Viewer{}
 	}
 	return auth.WithViewer(ctx, viewer, err), viewer
+}
+
+// withLoaders is the HTTP middleware that authenticates the request (authenticateRequest) and
+// gives it fresh loaders. A request without a token still runs (introspection needs no user),
+// but every resolver that needs a viewer answers UNAUTHENTICATED.
+func withLoaders(r *graph.Resolver, o HandlerOptions, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		ctx, viewer := authenticateRequest(req, o)
+		// A WebSocket upgrade gets none: its context lasts as long as the connection, and each
+		// operation on it gets loaders of its own (connectionOperations).
+		if req.Header.Get("Upgrade") == "" {
+			ctx = r.WithLoaders(ctx, viewer.UserID, o.Loaders)
+		}
+		next.ServeHTTP(w, req.WithContext(ctx))
+	})
 }
 
 // headerToken returns the token of a request's headers ("" when none).
@@ -70,7 +86,7 @@ func bearer(h string) (string, bool) {
 func refuseInit(err error) error {
 	if im.ErrorCode(err) == im.EUNAVAILABLE {
 		return &wsRefusal{code: CloseTryAgainLater, err: err,
-			reason: fmt.Sprintf("unavailable: the token could not be checked; try again; retryAfterMs=%d", DefaultRetryAfter.Milliseconds())}
+			reason: fmt.Sprintf("unavailable: the token could not be checked; try again; retryAfterMs=%d", graph.DefaultRetryAfter.Milliseconds())}
 	}
 	if err == nil {
 		return &wsRefusal{code: CloseUnauthorized, err: errors.New("unauthenticated"),

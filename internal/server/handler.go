@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"log/slog"
@@ -12,6 +12,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/auth"
 )
 
@@ -100,7 +101,7 @@ type HandlerOptions struct {
 	ConnectionRate  float64
 	ConnectionBurst int
 	// Loaders tunes the per-request dataloaders.
-	Loaders LoaderOptions
+	Loaders graph.LoaderOptions
 	// KeepAlive is how often an idle WebSocket connection is pinged (graphql-ws "ka" messages,
 	// graphql-transport-ws pings). Default DefaultKeepAlive.
 	KeepAlive time.Duration
@@ -123,19 +124,17 @@ type HandlerOptions struct {
 // NewHandler returns the GraphQL endpoint: GET and POST transports, automatic persisted
 // queries, a parsed-query cache, the limits, the error presenter and panic recovery, behind
 // the middleware that authenticates the request and creates its loaders.
-func NewHandler(r *Resolver, o HandlerOptions) http.Handler {
+func NewHandler(r *graph.Resolver, o HandlerOptions) http.Handler {
 	o = o.withDefaults()
 	var tracer trace.Tracer
 	if o.TracerProvider != nil {
 		tracer = o.TracerProvider.Tracer(tracerName)
-		o.Loaders.tracer = tracer
+		o.Loaders = o.Loaders.WithTracer(tracer)
 	}
 	if r.Logger == nil {
 		r.Logger = o.Logger
 	}
-	cfg := Config{Resolvers: r}
-	priceLists(&cfg.Complexity)
-	srv := handler.New(NewExecutableSchema(cfg))
+	srv := handler.New(graph.NewSchema(r))
 	if o.Metrics != nil {
 		srv.Use(metricsExtension{o.Metrics})
 	}
@@ -165,8 +164,8 @@ func NewHandler(r *Resolver, o HandlerOptions) http.Handler {
 	// Last of the checks before execution: the others cost nothing and refuse for good.
 	srv.Use(admissionCheck{store: o.StoreAdmission, cache: o.CacheAdmission, requests: o.StoreRequests, timeout: o.RequestTimeout, o: o})
 	srv.AroundRootFields(timeLimit)
-	srv.SetErrorPresenter(presentLimits(errorPresenter(o.Logger), o.RequestTimeout, o.Logger))
-	srv.SetRecoverFunc(recoverFunc(o.Logger))
+	srv.SetErrorPresenter(presentLimits(graph.ErrorPresenter(o.Logger), o.RequestTimeout, o.Logger))
+	srv.SetRecoverFunc(graph.RecoverFunc(o.Logger))
 	h := gated(srv, o,
 		bodyGate(o.MaxBodyBytes),
 		rateGate(o),

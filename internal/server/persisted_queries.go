@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/auth"
 )
 
@@ -72,7 +73,7 @@ func (p persistedQueries) Validate(schema graphql.ExecutableSchema) error {
 func (p persistedQueries) MutateOperationParameters(ctx context.Context, params *graphql.RawParams) *gqlerror.Error {
 	err := p.apq.MutateOperationParameters(ctx, params)
 	if err != nil && err.Extensions["code"] == nil {
-		errcode.Set(err, CodeBadUserInput)
+		errcode.Set(err, graph.CodeBadUserInput)
 	}
 	return err
 }
