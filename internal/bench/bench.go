@@ -475,7 +475,7 @@ func benchConfig(dir, redisURL string) gateway.Config {
 		DataDir:  dir,
 		RedisURL: redisURL,
 		// The bench measures the read path, not the limiter's round trip.
-		Handler:    server.HandlerOptions{RateLimit: -1},
+		Handler:    server.Settings{RateLimit: -1},
 		LogOutput:  io.Discard,
 		Playground: false,
 	}

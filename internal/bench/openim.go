@@ -68,7 +68,7 @@ func startOpenIM(ctx context.Context, dir, redisURL, redisAddr string, configure
 
 	// As the bench's own gateway: tuned by Options.Gateway, rate limit off; then pointed at
 	// the deployment, whose Redis also serves as the gateway's own.
-	cfg := gateway.Config{Handler: server.HandlerOptions{RateLimit: -1}, LogOutput: io.Discard}
+	cfg := gateway.Config{Handler: server.Settings{RateLimit: -1}, LogOutput: io.Discard}
 	if configure != nil {
 		configure(&cfg)
 	}

@@ -102,10 +102,9 @@ type Config struct {
 
 	// Handler is the GraphQL handler's settings: introspection, the request limits and rate
 	// limits, the WebSocket connection limits and keepalive, the dataloaders. Zero takes the
-	// default, negative switches a limit off (server.HandlerOptions). The gateway sets the rest
-	// of it itself, from what it opens: the authenticator and its secret, the token header,
-	// the rate limiter, persisted queries, admission, the logger and metrics.
-	Handler server.HandlerOptions
+	// default, negative switches a limit off (server.Settings). What the handler needs from
+	// what the gateway opens (server.Dependencies) is not configuration: routes.go wires it.
+	Handler server.Settings
 
 	// HTTP connection limits: zero takes the default, negative switches off.
 	IdleTimeout time.Duration // idle keep-alive HTTP connections; default DefaultIdleTimeout

@@ -12,7 +12,7 @@ import (
 
 // Ensure the handler's flags land in Config.Handler, which the gateway hands to the GraphQL
 // handler whole, and default to the handler's own defaults.
-func TestFlagsFillHandlerOptions(t *testing.T) {
+func TestFlagsFillHandlerSettings(t *testing.T) {
 	var def gateway.Config
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	def.RegisterFlags(fs)

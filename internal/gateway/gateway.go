@@ -75,7 +75,7 @@ type Gateway struct {
 	// and Redis and refuse what cannot finish in time (Config.StoreConcurrency, ...).
 	StoreAdmission, CacheAdmission *admission.Limiter
 	// StoreRequests bounds the operations that need the store running at once
-	// (Config.StoreRequests, server.HandlerOptions.StoreRequests).
+	// (Config.StoreRequests, server.Dependencies.StoreRequests).
 	StoreRequests *admission.Limiter
 	// PlaygroundToken, when set before Handler, gives the token GraphiQL's Headers tab opens
 	// with (playground.Options.Token), for clients on this machine only (server.LoopbackClient).

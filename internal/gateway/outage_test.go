@@ -61,7 +61,7 @@ func outageConfig(srv *testenv.FerretDBServer, rs *testenv.RedisServer, db strin
 	return gateway.Config{
 		Addr: "127.0.0.1:0", MongoURI: srv.URI(), MongoDatabase: db, RedisURL: rs.URL(),
 		JWTSecret: gatewaytest.Secret,
-		Handler:   server.HandlerOptions{RateLimit: -1, AnonymousRateLimit: -1, RequestTimeout: 10 * time.Second},
+		Handler:   server.Settings{RateLimit: -1, AnonymousRateLimit: -1, RequestTimeout: 10 * time.Second},
 	}
 }
 

@@ -14,31 +14,25 @@ import (
 // Handler returns the gateway's HTTP routes.
 func (g *Gateway) Handler() http.Handler {
 	read := g.readPath()
-	loaders := g.Config.Handler.Loaders
-	if own := loaders.ObserveBatch; own != nil {
-		loaders.ObserveBatch = func(loader string, keys int) { own(loader, keys); g.Metrics.ObserveBatch(loader, keys) }
-	} else {
-		loaders.ObserveBatch = g.Metrics.ObserveBatch
+	// The settings are Config.Handler's; the dependencies are what the gateway opened.
+	deps := server.Dependencies{
+		JWTSecret:        g.Secret,
+		Authenticator:    read.authenticator,
+		TokenHeader:      read.tokenHeader,
+		Logger:           g.Logger,
+		Metrics:          g.Metrics,
+		ObserveBatch:     g.Metrics.ObserveBatch,
+		RateLimiter:      g.Cache,
+		PersistedQueries: g.Cache.PersistedQueries(cache.DefaultPersistedQueryTTL),
+		CacheAdmission:   g.CacheAdmission,
+		TracerProvider:   g.Config.TracerProvider,
 	}
-	// The settings come from Config.Handler; what the gateway opened, it sets itself.
-	opts := g.Config.Handler
-	opts.Loaders = loaders
-	opts.JWTSecret = g.Secret
-	opts.Authenticator = read.authenticator
-	opts.TokenHeader = read.tokenHeader
-	opts.Logger = g.Logger
-	opts.Metrics = g.Metrics
-	opts.RateLimiter = g.Cache
-	opts.PersistedQueries = g.Cache.PersistedQueries(cache.DefaultPersistedQueryTTL)
-	opts.StoreAdmission, opts.StoreRequests = nil, nil
 	if g.Store != nil {
-		opts.StoreAdmission = g.StoreAdmission
-		opts.StoreRequests = g.StoreRequests
+		deps.StoreAdmission = g.StoreAdmission
+		deps.StoreRequests = g.StoreRequests
 	}
-	opts.CacheAdmission = g.CacheAdmission
-	opts.TracerProvider = g.Config.TracerProvider
 	mux := http.NewServeMux()
-	mux.Handle("/query", server.NewHandler(read.resolver, opts))
+	mux.Handle("/query", server.NewHandler(read.resolver, g.Config.Handler, deps))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})

@@ -35,7 +35,7 @@ import (
 //     graph.DefaultRetryAfter). Over POST, an answer whose errors include UNAVAILABLE and whose
 //     root fields all failed is HTTP 503 with Retry-After (whole seconds, rounded up); over
 //     WebSocket the error payload carries the same extensions.
-//   - New WebSocket connections are paced (HandlerOptions.ConnectionRate): one over the rate is
+//   - New WebSocket connections are paced (Settings.ConnectionRate): one over the rate is
 //     closed at connection_init with CloseTryAgainLater and the hint in the reason.
 
 // Admitter tells whether a dependency would take one more operation with ctx's deadline now
@@ -51,7 +51,7 @@ type Acquirer interface {
 	Acquire(ctx context.Context) (context.Context, func(), error)
 }
 
-// Defaults of the WebSocket connection pacing (HandlerOptions.ConnectionRate, ConnectionBurst).
+// Defaults of the WebSocket connection pacing (Settings.ConnectionRate, ConnectionBurst).
 const (
 	DefaultConnectionRate  = 50
 	DefaultConnectionBurst = 100
@@ -112,7 +112,7 @@ type admissionCheck struct {
 	store, cache Admitter
 	requests     Acquirer
 	timeout      time.Duration
-	o            HandlerOptions
+	o            options
 }
 
 var _ interface {

@@ -87,9 +87,9 @@ func (s *storeClosed) Check(context.Context) error {
 // query that never asks the store is not held back by it.
 func TestStoreAdmissionSeesFragments(t *testing.T) {
 	store := &storeClosed{}
-	opts := testOptions()
-	opts.StoreAdmission = store
-	h := NewHandler(&graph.Resolver{Conversations: noConversations{}}, opts)
+	deps := testDependencies()
+	deps.StoreAdmission = store
+	h := NewHandler(&graph.Resolver{Conversations: noConversations{}}, testSettings(), deps)
 	for name, query := range map[string]string{
 		"field":            `{ syncState(first: 1) { token } }`,
 		"named fragment":   `{ ...F } fragment F on Query { syncState(first: 1) { token } }`,

@@ -20,7 +20,7 @@ import (
 	"github.com/msggate/msggate/internal/im"
 )
 
-// Defaults of the request limits (HandlerOptions). Each is checked before any resolver runs,
+// Defaults of the request limits (Settings). Each is checked before any resolver runs,
 // except the timeout, which bounds the resolvers.
 const (
 	DefaultMaxBodyBytes   = 1 << 20
@@ -79,7 +79,7 @@ type refusalKey struct{}
 // gated runs the gates in order in front of srv. A refused request still goes to srv, which
 // answers it through refusedTransport, so that its error passes the error presenter and the
 // response interceptors (metrics) like any other; its limit is counted as a refusal too.
-func gated(srv http.Handler, o HandlerOptions, gates ...gate) http.Handler {
+func gated(srv http.Handler, o options, gates ...gate) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		for _, g := range gates {
 			var refused *refusal

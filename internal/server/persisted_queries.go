@@ -18,7 +18,7 @@ import (
 const MaxPersistedQueryBytes = 64 << 10
 
 // Defaults of what one user may register in persisted queries in the store's window, a day
-// for msggate's Redis (HandlerOptions.PersistedQueriesPerUser, PersistedQueryBytesPerUser).
+// for msggate's Redis (Settings.PersistedQueriesPerUser, PersistedQueryBytesPerUser).
 // An application registers each of its operations once when the store has lost it, and
 // several users share what one of them registered: these are far above what one needs.
 const (
@@ -47,10 +47,10 @@ type PersistedQueryStore interface {
 type persistedQueries struct {
 	apq   extension.AutomaticPersistedQuery
 	store PersistedQueryStore
-	o     HandlerOptions
+	o     options
 }
 
-func newPersistedQueries(o HandlerOptions) persistedQueries {
+func newPersistedQueries(o options) persistedQueries {
 	return persistedQueries{apq: extension.AutomaticPersistedQuery{Cache: lookupOnly{o.PersistedQueries}},
 		store: o.PersistedQueries, o: o}
 }

@@ -72,11 +72,11 @@ func postPersisted(t *testing.T, h http.Handler, token, query string) map[string
 // gets its usual error and is not registered; one the store refuses still runs.
 func TestPersistedQueryRegisteredOnlyWhenValid(t *testing.T) {
 	store := &recordingQueries{kept: map[string]string{}, keep: true}
-	opts := testOptions()
-	opts.PersistedQueries = store
-	opts.MaxDepth = 3
-	opts.PersistedQueriesPerUser = 7
-	h := NewHandler(&graph.Resolver{Conversations: noConversations{}}, opts)
+	settings, deps := testSettings(), testDependencies()
+	deps.PersistedQueries = store
+	settings.MaxDepth = 3
+	settings.PersistedQueriesPerUser = 7
+	h := NewHandler(&graph.Resolver{Conversations: noConversations{}}, settings, deps)
 	token, err := auth.Issue(testSecret, "alice", false, time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)

@@ -16,10 +16,12 @@ import (
 
 var testSecret = []byte("server-test-secret")
 
-// testOptions are the handler options of the tests: testSecret's tokens, no rate limit, no
-// logs.
-func testOptions() HandlerOptions {
-	return HandlerOptions{JWTSecret: testSecret, RateLimit: -1, Logger: slog.New(slog.DiscardHandler)}
+// testSettings and testDependencies are the handler's of the tests: no rate limit, testSecret's
+// tokens, no logs.
+func testSettings() Settings { return Settings{RateLimit: -1} }
+
+func testDependencies() Dependencies {
+	return Dependencies{JWTSecret: testSecret, Logger: slog.New(slog.DiscardHandler)}
 }
 
 // testToken is a token of user's, valid for an hour.

@@ -105,11 +105,11 @@ type connLoadersKey struct{}
 
 type connLoaders struct {
 	r      *graph.Resolver
-	o      *HandlerOptions // the transport's: a copy in each connection would cost every idle one
+	o      *options // the transport's: a copy in each connection would cost every idle one
 	viewer string
 }
 
-func withConnectionLoaders(ctx context.Context, r *graph.Resolver, o *HandlerOptions, v auth.Viewer) context.Context {
+func withConnectionLoaders(ctx context.Context, r *graph.Resolver, o *options, v auth.Viewer) context.Context {
 	return context.WithValue(ctx, connLoadersKey{}, connLoaders{r: r, o: o, viewer: v.UserID})
 }
 
@@ -156,7 +156,7 @@ func takeOperationToken(ctx context.Context) *gqlerror.Error {
 // may hold open: each holds a goroutine and a buffer, and one per device is what is needed.
 const MaxSubscriptionsPerConnection = 8
 
-// DefaultKeepAlive is how often an idle WebSocket connection is pinged (HandlerOptions).
+// DefaultKeepAlive is how often an idle WebSocket connection is pinged (Settings).
 const DefaultKeepAlive = 15 * time.Second
 
 type connHolderKey struct{}

@@ -35,7 +35,7 @@ import (
 // writes its events (see streamPump); keepalives and deadlines are timers.
 type wsTransport struct {
 	r        *graph.Resolver
-	o        *HandlerOptions
+	o        *options
 	pacer    *admission.Pacer
 	sessions *sessionWatch // nil when tokens cannot be withdrawn
 }
@@ -58,7 +58,7 @@ const (
 	wsControlWriteLimit = 10 * time.Second
 )
 
-func newWSTransport(r *graph.Resolver, o HandlerOptions) *wsTransport {
+func newWSTransport(r *graph.Resolver, o options) *wsTransport {
 	return &wsTransport{r: r, o: &o, pacer: admission.NewPacer(o.ConnectionRate, o.ConnectionBurst),
 		sessions: newSessionWatch(o.Authenticator, o.SessionCheckInterval, o.Logger)}
 }

@@ -95,7 +95,7 @@ func Config(redisURL string, mdb *testenv.MongoDB) gateway.Config {
 		MongoDatabase: mdb.Database(),
 		RedisURL:      redisURL,
 		JWTSecret:     Secret,
-		Handler: server.HandlerOptions{
+		Handler: server.Settings{
 			Introspection: true,
 			// Generous: under -race on a busy 2-core machine (the whole suite in parallel)
 			// sibling resolvers can lag each other by more than the default wait, and a split
