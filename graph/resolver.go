@@ -1,5 +1,6 @@
 // Package graph is msggate's GraphQL boundary: the schema, gqlgen's generated executor, thin
-// resolvers, the per-request dataloaders, authentication and the error presenter.
+// resolvers, the per-request dataloaders and the error presenter. It serves no protocol: the
+// transports, limits and authentication middleware are internal/server's.
 package graph
 
 import (

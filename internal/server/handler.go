@@ -1,3 +1,7 @@
+// Package server is msggate's GraphQL server over graph: the POST and WebSocket transports,
+// the request and connection limits, admission, persisted queries, the middleware that
+// authenticates a request and gives it its loaders, and the metrics and tracing extensions.
+// NewHandler assembles them; internal/gateway gives it its Settings and Dependencies.
 package server
 
 import (
