@@ -27,6 +27,7 @@ var layers = []struct {
 	packages []string
 }{
 	{"wiring", []string{".", "internal/cli", "internal/gateway"}},
+	{"the server", []string{"internal/server"}},
 	{"the GraphQL boundary", []string{"graph"}},
 	{"the paths", []string{"internal/ingest", "internal/history", "internal/sync", "internal/retention", "internal/openimsync",
 		"internal/mention", "internal/search/finder", "internal/search/reindex", "internal/search/openimindex"}},
@@ -60,9 +61,15 @@ var importedOnlyBy = []struct {
 	{"github.com/FerretDB/FerretDB", []string{"internal/embedded"}},
 	{"github.com/alicebob/miniredis", []string{"internal/embedded"}},
 	{"modernc.org/sqlite", []string{"internal/embedded"}},
-	// Only internal/gateway wires the parts: of the product it alone imports graph, and only
-	// the commands import it (the tools start gateways of their own).
-	{module + "/graph", []string{"internal/gateway", anyTooling}},
+	// Only internal/gateway wires the parts: of the product it and the server it wires alone
+	// import graph, only it imports the server, and only the commands import it (the tools
+	// start gateways of their own).
+	{module + "/graph", []string{"internal/gateway", "internal/server", anyTooling}},
+	{module + "/internal/server", []string{"internal/gateway", anyTooling}},
+	// The server's transports are the only ones (syncclient is a client): graph serves no
+	// protocol.
+	{"github.com/coder/websocket", []string{"internal/server", "syncclient", anyTooling}},
+	{"github.com/99designs/gqlgen/graphql/handler", []string{"internal/server", anyTooling}},
 	{module + "/internal/gateway", []string{"internal/cli", anyTooling}},
 	{"github.com/blevesearch/bleve", []string{"internal/search/bleveindex"}},
 	{"github.com/jackc/pgx", []string{"internal/search/pgindex"}},

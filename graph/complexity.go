@@ -1,19 +1,16 @@
 package graph
 
 import (
-	"context"
 	"math"
-
-	"github.com/99designs/gqlgen/complexity"
-	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/handler/extension"
-	"github.com/99designs/gqlgen/graphql/handler/lru"
-	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/msggate/msggate/graph/model"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/search/finder"
 )
+
+// DefaultMaxComplexity is the budget the prices below are set against: the server's default
+// complexity limit.
+const DefaultMaxComplexity = 5000
 
 // Query complexity counts the objects a query can make msggate resolve: every object field
 // costs 1 plus the cost of what is selected inside it, scalar fields cost nothing (they are
@@ -69,14 +66,14 @@ const seqAtTimeCost = 24
 // itemsCost prices a field that returns a list of n objects directly: each item is an object
 // (1) with its selected fields (child).
 func itemsCost(n, child int) int {
-	return saturatingAdd(1, saturatingMul(n, saturatingAdd(1, child)))
+	return SaturatingAdd(1, saturatingMul(n, SaturatingAdd(1, child)))
 }
 
 // pageCost prices a field that returns a page of n items: the page's own list field already
 // counts one item's object in child. A page costs at least n, as its items are loaded even
 // when none of their fields is selected (history { hasMoreBefore }).
 func pageCost(n, child int) int {
-	return saturatingAdd(1, saturatingMul(n, max(child, 1)))
+	return SaturatingAdd(1, saturatingMul(n, max(child, 1)))
 }
 
 func orDefault(p *int, def int) int {
@@ -86,9 +83,10 @@ func orDefault(p *int, def int) int {
 	return *p
 }
 
-// saturatingAdd and saturatingMul keep a cost at math.MaxInt rather than let a client wrap it
-// around into a small or negative number with huge list sizes.
-func saturatingAdd(a, b int) int {
+// SaturatingAdd and saturatingMul keep a cost at math.MaxInt rather than let a client wrap it
+// around into a small or negative number with huge list sizes (or, in the server's shape
+// limit, aliases spread through fragments).
+func SaturatingAdd(a, b int) int {
 	if a < 0 || b < 0 {
 		return max(a, b, 0)
 	}
@@ -106,44 +104,4 @@ func saturatingMul(a, b int) int {
 		return math.MaxInt
 	}
 	return a * b
-}
-
-// pricedOperations is gqlgen's complexity limit, with the complexity of each operation that
-// takes no variables kept by its query text: such an operation costs the same every time it
-// is sent, and a client that sends one query again and again (a list it refreshes) would
-// otherwise have it priced, field by field, on every request. An operation with variables is
-// priced each time, as its cost may follow them (first, limit, seqs).
-type pricedOperations struct {
-	*extension.ComplexityLimit
-	known graphql.Cache[int] // the cost of each operation priced within the limit
-}
-
-func newPricedOperations(limit int) pricedOperations {
-	return pricedOperations{
-		ComplexityLimit: extension.FixedComplexityLimit(limit, complexity.WithFixedScalarValue(0)),
-		known:           lru.New[int](1000),
-	}
-}
-
-// MutateOperationContext refuses an operation over the limit, as gqlgen's does. An operation
-// priced from memory gets no ComplexityStats (nothing in msggate reads them).
-func (p pricedOperations) MutateOperationContext(ctx context.Context, oc *graphql.OperationContext) *gqlerror.Error {
-	op := oc.Doc.Operations.ForName(oc.OperationName)
-	if op == nil || len(op.VariableDefinitions) > 0 || oc.RawQuery == "" {
-		return p.ComplexityLimit.MutateOperationContext(ctx, oc)
-	}
-	key := oc.RawQuery
-	if oc.OperationName != "" {
-		key = oc.OperationName + "\x00" + key
-	}
-	if _, ok := p.known.Get(ctx, key); ok {
-		return nil
-	}
-	if err := p.ComplexityLimit.MutateOperationContext(ctx, oc); err != nil {
-		return err
-	}
-	if s, ok := oc.Stats.GetExtension(p.ExtensionName()).(*extension.ComplexityStats); ok {
-		p.known.Add(ctx, key, s.Complexity)
-	}
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -45,11 +46,24 @@ var codeOf = map[string]string{
 	im.EUNSUPPORTED:     CodeUnsupported,
 }
 
-// errorPresenter gives every resolver error a code. Domain errors keep their message; anything
+// DefaultRetryAfter is the retry hint of an UNAVAILABLE error that carries none of its own (a
+// store that is down rather than busy): long enough for a restart to make progress, short
+// enough that a device notices a recovery soon. Clients add jitter.
+const DefaultRetryAfter = time.Second
+
+// RetryAfter is the retry hint of an UNAVAILABLE error: its own, else DefaultRetryAfter.
+func RetryAfter(err error) time.Duration {
+	if d := im.RetryHint(err); d > 0 {
+		return d
+	}
+	return DefaultRetryAfter
+}
+
+// ErrorPresenter gives every resolver error a code. Domain errors keep their message; anything
 // else is logged with its cause and answered with a generic INTERNAL error, so that no
 // internals (hosts, queries, stack traces) reach a client. Errors gqlgen raised itself
 // (parsing, validation) pass through with their own codes.
-func errorPresenter(logger *slog.Logger) graphql.ErrorPresenterFunc {
+func ErrorPresenter(logger *slog.Logger) graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
 		gerr := graphql.DefaultErrorPresenter(ctx, err)
 		var domain *im.Error
@@ -88,7 +102,7 @@ func errorPresenter(logger *slog.Logger) graphql.ErrorPresenterFunc {
 		}
 		gerr.Extensions["code"] = code
 		if code == CodeUnavailable {
-			gerr.Extensions["retryAfterMs"] = retryAfter(err).Milliseconds()
+			gerr.Extensions["retryAfterMs"] = RetryAfter(err).Milliseconds()
 		}
 		var gone *im.HistoryUnavailableError
 		if errors.As(err, &gone) {
@@ -98,8 +112,8 @@ func errorPresenter(logger *slog.Logger) graphql.ErrorPresenterFunc {
 	}
 }
 
-// recoverFunc turns a resolver panic into an INTERNAL error (logged by the presenter).
-func recoverFunc(logger *slog.Logger) graphql.RecoverFunc {
+// RecoverFunc turns a resolver panic into an INTERNAL error (logged by the presenter).
+func RecoverFunc(logger *slog.Logger) graphql.RecoverFunc {
 	return func(ctx context.Context, p any) error {
 		logger.ErrorContext(ctx, "resolver panicked", "panic", p)
 		return im.Errorf(im.EINTERNAL, "internal error")

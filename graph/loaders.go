@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"net/http"
 	"reflect"
 	"strings"
 	gosync "sync"
@@ -131,8 +130,14 @@ type LoaderOptions struct {
 	// ObserveBatch, when set, is told each batch's loader ("chunks", "states", "access") and
 	// number of keys; the server feeds it to metrics (through the loaders' tracer).
 	ObserveBatch func(loader string, keys int)
-	// tracer, set by NewHandler when tracing is on, spans each batch.
+	// tracer, set by the server when tracing is on (WithTracer), spans each batch.
 	tracer trace.Tracer
+}
+
+// WithTracer returns o with batches spanned by t.
+func (o LoaderOptions) WithTracer(t trace.Tracer) LoaderOptions {
+	o.tracer = t
+	return o
 }
 
 func (o LoaderOptions) withDefaults() LoaderOptions {
@@ -210,19 +215,10 @@ func (r *Resolver) newLoaders(viewer string, o LoaderOptions) *Loaders {
 	return l
 }
 
-// withLoaders is the HTTP middleware that authenticates the request (authenticateRequest) and
-// gives it fresh loaders. A request without a token still runs (introspection needs no user),
-// but every resolver that needs a viewer answers UNAUTHENTICATED.
-func withLoaders(r *Resolver, o HandlerOptions, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		ctx, viewer := authenticateRequest(req, o)
-		// A WebSocket upgrade gets none: its context lasts as long as the connection, and each
-		// operation on it gets loaders of its own (connectionOperations).
-		if req.Header.Get("Upgrade") == "" {
-			ctx = context.WithValue(ctx, loadersKey{}, r.newLoaders(viewer.UserID, o.Loaders))
-		}
-		next.ServeHTTP(w, req.WithContext(ctx))
-	})
+// WithLoaders gives ctx fresh loaders for one request (or one WebSocket operation) of viewer:
+// every resolver of the request asks through them.
+func (r *Resolver) WithLoaders(ctx context.Context, viewer string, o LoaderOptions) context.Context {
+	return context.WithValue(ctx, loadersKey{}, r.newLoaders(viewer, o))
 }
 
 // requestLoader is one kind of data's dataloader for one request, and the batch function

@@ -5,14 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sort"
 	"strings"
 	gosync "sync"
 	"testing"
 	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/executor"
 
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/history"
@@ -77,9 +78,7 @@ func batchSizes(batches [][]string) []int {
 	return out
 }
 
-var loaderTestSecret = []byte("loader-test-secret")
-
-// askAs runs query through the gateway's handler over convs, as alice, and returns its answer.
+// askAs runs query over convs as alice and returns its answer.
 func askAs(t *testing.T, convs ConversationSource, o LoaderOptions, query string) map[string]any {
 	t.Helper()
 	return askWithChunks(t, convs, nil, o, query)
@@ -88,32 +87,38 @@ func askAs(t *testing.T, convs ConversationSource, o LoaderOptions, query string
 // askWithChunks is askAs with a chunk source.
 func askWithChunks(t *testing.T, convs ConversationSource, chunks history.ChunkSource, o LoaderOptions, query string) map[string]any {
 	t.Helper()
-	opts := loaderTestOptions()
-	opts.Loaders = o
-	return askHandler(t, NewHandler(&Resolver{Conversations: convs, Chunks: chunks, Mentions: history.ChunkMentions{Chunks: chunks}}, opts), query)
+	return askResolver(t, &Resolver{Conversations: convs, Chunks: chunks, Mentions: history.ChunkMentions{Chunks: chunks}}, o, query)
 }
 
-// loaderTestOptions are the handler options of askAs: alice's tokens, no rate limit, no logs.
-func loaderTestOptions() HandlerOptions {
-	return HandlerOptions{JWTSecret: loaderTestSecret, RateLimit: -1, Logger: slog.New(slog.DiscardHandler)}
-}
-
-// askHandler runs query through h as alice and returns its answer.
-func askHandler(t *testing.T, h http.Handler, query string) map[string]any {
+// askResolver runs query as alice through gqlgen's executor over r, with the error presenter
+// and panic recovery the server installs and fresh loaders, as the server does for a request
+// (without HTTP: graph does not know the server), and returns the answer as a client reads it.
+func askResolver(t *testing.T, r *Resolver, o LoaderOptions, query string) map[string]any {
 	t.Helper()
-	token, err := auth.Issue(loaderTestSecret, "alice", false, time.Hour, time.Now())
+	logger := slog.New(slog.DiscardHandler)
+	if r.Logger == nil {
+		r.Logger = logger
+	}
+	exec := executor.New(NewSchema(r))
+	exec.SetErrorPresenter(ErrorPresenter(logger))
+	exec.SetRecoverFunc(RecoverFunc(logger))
+	ctx := auth.WithViewer(context.Background(), auth.Viewer{UserID: "alice"}, nil)
+	ctx = r.WithLoaders(graphql.StartOperationTrace(ctx), "alice", o)
+	var resp *graphql.Response
+	rc, errs := exec.CreateOperationContext(ctx, &graphql.RawParams{Query: query})
+	if errs != nil {
+		resp = exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
+	} else {
+		responses, ctx := exec.DispatchOperation(ctx, rc)
+		resp = responses(ctx)
+	}
+	b, err := json.Marshal(resp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := json.Marshal(map[string]any{"query": query})
-	req := httptest.NewRequest(http.MethodPost, "/query", strings.NewReader(string(body)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
 	var out map[string]any
-	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
-		t.Fatalf("answer %q: %v", rec.Body, err)
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("answer %s: %v", b, err)
 	}
 	return out
 }

@@ -1,9 +1,12 @@
 // Package graph is msggate's GraphQL boundary: the schema, gqlgen's generated executor, thin
-// resolvers, the per-request dataloaders, authentication and the error presenter.
+// resolvers, the per-request dataloaders and the error presenter. It serves no protocol: the
+// transports, limits and authentication middleware are internal/server's.
 package graph
 
 import (
 	"log/slog"
+
+	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/ingest"
@@ -46,4 +49,12 @@ type Resolver struct {
 	// every time.
 	RenderedNodes *RenderedNodes
 	Logger        *slog.Logger
+}
+
+// NewSchema returns the executable schema over r, its lists priced for the complexity limit
+// (priceLists).
+func NewSchema(r *Resolver) graphql.ExecutableSchema {
+	cfg := Config{Resolvers: r}
+	priceLists(&cfg.Complexity)
+	return NewExecutableSchema(cfg)
 }

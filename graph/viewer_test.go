@@ -12,21 +12,21 @@ import (
 
 // Ensure a panic while one node's history is read (on a goroutine of the conversation list's
 // own, where gqlgen's recovery does not reach) fails the page with an INTERNAL error at that
-// node, as a resolver's panic would, and leaves the handler answering the next request.
+// node, as a resolver's panic would, and leaves the resolver answering the next request.
 func TestConversationHistoryPanicIsAnInternalError(t *testing.T) {
 	convs := &countingConversations{list: []im.SeqState{
 		{ConversationID: "sg_one", MaxSeq: 3, LastTime: 2},
 		{ConversationID: "sg_two", MaxSeq: 2, LastTime: 1},
 	}}
-	h := NewHandler(&Resolver{Conversations: convs, Chunks: chunksNowhere{},
+	r := &Resolver{Conversations: convs, Chunks: chunksNowhere{},
 		AdjustViews: func(_ context.Context, _ history.ChunkSource, _ string, views []im.MessageView) error {
 			if len(views) > 0 && views[0].ConversationID == "sg_two" {
 				panic("a bug in the dialect's adjustment")
 			}
 			return nil
-		}}, loaderTestOptions())
+		}}
 
-	out := askHandler(t, h, `{ viewer { conversations { nodes { id history { messages { seq } } } } } }`)
+	out := askResolver(t, r, LoaderOptions{}, `{ viewer { conversations { nodes { id history { messages { seq } } } } } }`)
 	if out["data"] != nil && out["data"].(map[string]any)["viewer"] != nil {
 		t.Errorf("data %v: want the page null, history is not nullable", out["data"])
 	}
@@ -44,7 +44,7 @@ func TestConversationHistoryPanicIsAnInternalError(t *testing.T) {
 		t.Errorf("the panic's value reached the client: %v", e)
 	}
 
-	out = askHandler(t, h, `{ viewer { conversations { nodes { id } } } }`)
+	out = askResolver(t, r, LoaderOptions{}, `{ viewer { conversations { nodes { id } } } }`)
 	if out["errors"] != nil || len(out["data"].(map[string]any)["viewer"].(map[string]any)["conversations"].(map[string]any)["nodes"].([]any)) != 2 {
 		t.Errorf("the next request answered %v", out)
 	}

@@ -19,10 +19,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/server"
 	"github.com/msggate/msggate/internal/testenv"
 )
 
@@ -501,7 +501,7 @@ func benchConfig(dir, redisURL string) gateway.Config {
 		DataDir:  dir,
 		RedisURL: redisURL,
 		// The bench measures the read path, not the limiter's round trip.
-		Handler:    graph.HandlerOptions{RateLimit: -1},
+		Handler:    server.Settings{RateLimit: -1},
 		LogOutput:  io.Discard,
 		Playground: false,
 	}

@@ -11,10 +11,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/embedded"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/openim/openimtest"
+	"github.com/msggate/msggate/internal/server"
 )
 
 // OpenIM mode is measured on the same data (a viewer with 20 single chats, one of 1,000
@@ -68,7 +68,7 @@ func startOpenIM(ctx context.Context, dir, redisURL, redisAddr string, configure
 
 	// As the bench's own gateway: tuned by Options.Gateway, rate limit off; then pointed at
 	// the deployment, whose Redis also serves as the gateway's own.
-	cfg := gateway.Config{Handler: graph.HandlerOptions{RateLimit: -1}, LogOutput: io.Discard}
+	cfg := gateway.Config{Handler: server.Settings{RateLimit: -1}, LogOutput: io.Discard}
 	if configure != nil {
 		configure(&cfg)
 	}

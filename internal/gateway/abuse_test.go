@@ -38,13 +38,13 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/openim/openimtest"
+	"github.com/msggate/msggate/internal/server"
 	imsync "github.com/msggate/msggate/internal/sync"
 	"github.com/msggate/msggate/internal/testenv"
 )
@@ -312,9 +312,9 @@ func TestAbuseOpenIMTokenOutlivesExpiry(t *testing.T) {
 		_, err = ws.Read(ctx)
 	}
 	closed := time.Now()
-	if code := websocket.CloseStatus(err); code != graph.CloseTokenExpired {
+	if code := websocket.CloseStatus(err); code != server.CloseTokenExpired {
 		t.Fatalf("the connection of an expired OpenIM token ended with %v (%v after its exp), want close code %d at its exp",
-			err, closed.Sub(exp), graph.CloseTokenExpired)
+			err, closed.Sub(exp), server.CloseTokenExpired)
 	}
 	if late := closed.Sub(exp); late < -50*time.Millisecond || late > time.Second {
 		t.Errorf("closed %v after the token's exp, want within a second after it", late)

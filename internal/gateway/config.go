@@ -21,6 +21,7 @@ import (
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/retention"
+	"github.com/msggate/msggate/internal/server"
 )
 
 // This file is the only reader of msggate's environment variables: each setting has a flag,
@@ -101,10 +102,9 @@ type Config struct {
 
 	// Handler is the GraphQL handler's settings: introspection, the request limits and rate
 	// limits, the WebSocket connection limits and keepalive, the dataloaders. Zero takes the
-	// default, negative switches a limit off (graph.HandlerOptions). The gateway sets the rest
-	// of it itself, from what it opens: the authenticator and its secret, the token header,
-	// the rate limiter, persisted queries, admission, the logger and metrics.
-	Handler graph.HandlerOptions
+	// default, negative switches a limit off (server.Settings). What the handler needs from
+	// what the gateway opens (server.Dependencies) is not configuration: routes.go wires it.
+	Handler server.Settings
 
 	// HTTP connection limits: zero takes the default, negative switches off.
 	IdleTimeout time.Duration // idle keep-alive HTTP connections; default DefaultIdleTimeout
@@ -241,36 +241,36 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.byStore = storeSwitches{introspection: true, playground: true}
 	fs.Var(storeSwitch{&c.Handler.Introspection, &c.byStore.introspection}, "introspection", "allow GraphQL schema introspection (default on with the embedded default, off with -mongo-uri)")
 	fs.Var(storeSwitch{&c.Playground, &c.byStore.playground}, "playground", "serve GraphiQL at / (default on with the embedded default, off with -mongo-uri)")
-	fs.Int64Var(&c.Handler.MaxBodyBytes, "max-body-bytes", graph.DefaultMaxBodyBytes, "largest request body; negative: no limit")
-	fs.IntVar(&c.Handler.MaxTokens, "max-tokens", graph.DefaultMaxTokens, "most tokens in a query; negative: no limit")
-	fs.IntVar(&c.Handler.MaxDepth, "max-depth", graph.DefaultMaxDepth, "deepest nesting of fields in a query, introspection aside; negative: no limit")
-	fs.IntVar(&c.Handler.MaxAliases, "max-aliases", graph.DefaultMaxAliases, "most aliases in a query; negative: no limit")
-	fs.IntVar(&c.Handler.MaxComplexity, "max-complexity", graph.DefaultMaxComplexity, "highest cost of a query, about the objects it may resolve; negative: no limit")
-	fs.Float64Var(&c.Handler.RateLimit, "rate-limit", graph.DefaultRateLimit, "requests a second each user may make, sustained; negative: no rate limit")
-	fs.IntVar(&c.Handler.RateBurst, "rate-burst", graph.DefaultRateBurst, "requests each user may make at once")
-	fs.DurationVar(&c.Handler.RequestTimeout, "request-timeout", graph.DefaultRequestTimeout, "longest time a request may take; negative: no limit")
+	fs.Int64Var(&c.Handler.MaxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body; negative: no limit")
+	fs.IntVar(&c.Handler.MaxTokens, "max-tokens", server.DefaultMaxTokens, "most tokens in a query; negative: no limit")
+	fs.IntVar(&c.Handler.MaxDepth, "max-depth", server.DefaultMaxDepth, "deepest nesting of fields in a query, introspection aside; negative: no limit")
+	fs.IntVar(&c.Handler.MaxAliases, "max-aliases", server.DefaultMaxAliases, "most aliases in a query; negative: no limit")
+	fs.IntVar(&c.Handler.MaxComplexity, "max-complexity", server.DefaultMaxComplexity, "highest cost of a query, about the objects it may resolve; negative: no limit")
+	fs.Float64Var(&c.Handler.RateLimit, "rate-limit", server.DefaultRateLimit, "requests a second each user may make, sustained; negative: no rate limit")
+	fs.IntVar(&c.Handler.RateBurst, "rate-burst", server.DefaultRateBurst, "requests each user may make at once")
+	fs.DurationVar(&c.Handler.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, "longest time a request may take; negative: no limit")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "close HTTP keep-alive connections idle this long; negative: the read timeout bounds it")
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", DefaultReadTimeout, "longest time to read one HTTP request, body included (not WebSockets); negative: no limit")
-	fs.Float64Var(&c.Handler.AnonymousRateLimit, "anonymous-rate-limit", graph.DefaultAnonymousRateLimit, "requests a second each client address may make without a valid token, sustained; negative: no limit")
-	fs.IntVar(&c.Handler.AnonymousRateBurst, "anonymous-rate-burst", graph.DefaultAnonymousRateBurst, "requests without a valid token each client address may make at once")
-	fs.IntVar(&c.Handler.MaxConnectionsPerUser, "ws-per-user", graph.DefaultMaxConnectionsPerUser, "WebSocket connections each user may hold on this instance; negative: no limit")
-	fs.IntVar(&c.Handler.MaxPendingConnectionsPerAddress, "ws-pending-per-address", graph.DefaultMaxPendingConnectionsPerAddress, "WebSocket connections each client address may hold before connection_init; negative: no limit")
-	fs.IntVar(&c.Handler.PersistedQueriesPerUser, "apq-per-user", graph.DefaultPersistedQueriesPerUser, "persisted queries each user may register a day; one past it runs but is not kept; negative: no limit")
-	fs.Int64Var(&c.Handler.PersistedQueryBytesPerUser, "apq-bytes-per-user", graph.DefaultPersistedQueryBytesPerUser, "bytes of persisted queries each user may register a day; negative: no limit")
+	fs.Float64Var(&c.Handler.AnonymousRateLimit, "anonymous-rate-limit", server.DefaultAnonymousRateLimit, "requests a second each client address may make without a valid token, sustained; negative: no limit")
+	fs.IntVar(&c.Handler.AnonymousRateBurst, "anonymous-rate-burst", server.DefaultAnonymousRateBurst, "requests without a valid token each client address may make at once")
+	fs.IntVar(&c.Handler.MaxConnectionsPerUser, "ws-per-user", server.DefaultMaxConnectionsPerUser, "WebSocket connections each user may hold on this instance; negative: no limit")
+	fs.IntVar(&c.Handler.MaxPendingConnectionsPerAddress, "ws-pending-per-address", server.DefaultMaxPendingConnectionsPerAddress, "WebSocket connections each client address may hold before connection_init; negative: no limit")
+	fs.IntVar(&c.Handler.PersistedQueriesPerUser, "apq-per-user", server.DefaultPersistedQueriesPerUser, "persisted queries each user may register a day; one past it runs but is not kept; negative: no limit")
+	fs.Int64Var(&c.Handler.PersistedQueryBytesPerUser, "apq-bytes-per-user", server.DefaultPersistedQueryBytesPerUser, "bytes of persisted queries each user may register a day; negative: no limit")
 	fs.StringVar(&c.Handler.ClientIPHeader, "client-ip-header", "", "header in which the proxy in front gives the client's address (X-Forwarded-For, X-Real-IP); only behind such a proxy")
 	fs.IntVar(&c.StoreRequests, "store-requests", DefaultStoreRequests, "operations that need the store (mutations, syncState, syncDifference) this instance runs at once; one that would wait over 500ms for its turn is refused with UNAVAILABLE; negative: no limit")
 	fs.IntVar(&c.StoreConcurrency, "store-concurrency", admission.DefaultMaxInFlight, "MongoDB operations this instance runs at once; more wait, and what cannot finish in time is refused with UNAVAILABLE; negative: no limit")
 	fs.IntVar(&c.RedisConcurrency, "redis-concurrency", DefaultRedisConcurrency(), "Redis round trips this instance makes at once (go-redis's pool size); more wait as for the store; negative: no limit")
 	fs.IntVar(&c.AdmissionQueue, "admission-queue", admission.DefaultMaxQueue, "operations that may wait for the store, and for Redis; one more is refused")
 	fs.DurationVar(&c.AdmissionWait, "admission-wait", admission.DefaultMaxWait, "longest an operation waits for the store or Redis; one expected to wait longer is refused at once")
-	fs.Float64Var(&c.Handler.ConnectionRate, "ws-accept-rate", graph.DefaultConnectionRate, "new WebSocket connections a second this instance accepts; more are closed with 1013 and a retry hint; negative: no limit")
-	fs.IntVar(&c.Handler.ConnectionBurst, "ws-accept-burst", graph.DefaultConnectionBurst, "new WebSocket connections accepted at once after a quiet spell")
+	fs.Float64Var(&c.Handler.ConnectionRate, "ws-accept-rate", server.DefaultConnectionRate, "new WebSocket connections a second this instance accepts; more are closed with 1013 and a retry hint; negative: no limit")
+	fs.IntVar(&c.Handler.ConnectionBurst, "ws-accept-burst", server.DefaultConnectionBurst, "new WebSocket connections accepted at once after a quiet spell")
 	fs.Int64Var(&c.ChunkMemory, "chunk-memory", history.DefaultChunkMemoryBytes, "bytes of decoded chunks kept in process, served while their conversation's chunks version in Redis is unchanged; negative: off")
 	fs.IntVar(&c.RenderedNodes, "rendered-nodes", graph.DefaultRenderedNodes, "conversation list nodes kept rendered in process (each at most 2 KiB), written again while the viewer's state in the conversation is unchanged; negative: off")
 	fs.IntVar(&c.RedisCoalescedReads, "redis-coalesced-reads", cache.DefaultCoalescedReads, "requests whose seq and read state reads may share Redis round trips at once, when other reads are under way (one Redis node only); negative: each read takes its own")
 	fs.Int64Var(&c.EventLogMaxLen, "event-log-len", cache.DefaultEventLogMaxLen, "events kept in each user's sync log; an older sync token answers tooLong")
 	fs.DurationVar(&c.EventLogMaxAge, "event-log-age", cache.DefaultEventLogMaxAge, "how long events stay in the sync log")
-	fs.DurationVar(&c.Handler.KeepAlive, "ws-keepalive", graph.DefaultKeepAlive, "WebSocket keepalive ping interval")
+	fs.DurationVar(&c.Handler.KeepAlive, "ws-keepalive", server.DefaultKeepAlive, "WebSocket keepalive ping interval")
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "send traces to this OpenTelemetry collector's OTLP/HTTP endpoint, such as http://collector:4318 (or set OTEL_EXPORTER_OTLP_ENDPOINT; sampling: OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG); default: no tracing")
 	c.Retention.registerFlags(fs)
 	c.OpenIM.registerFlags(fs)

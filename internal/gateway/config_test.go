@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/gateway"
+	"github.com/msggate/msggate/internal/server"
 )
 
 // Ensure the handler's flags land in Config.Handler, which the gateway hands to the GraphQL
 // handler whole, and default to the handler's own defaults.
-func TestFlagsFillHandlerOptions(t *testing.T) {
+func TestFlagsFillHandlerSettings(t *testing.T) {
 	var def gateway.Config
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	def.RegisterFlags(fs)
@@ -20,9 +20,9 @@ func TestFlagsFillHandlerOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := def.WithStoreDefaults().Handler
-	if h.MaxBodyBytes != graph.DefaultMaxBodyBytes || h.RequestTimeout != graph.DefaultRequestTimeout ||
-		h.RateLimit != graph.DefaultRateLimit || h.KeepAlive != graph.DefaultKeepAlive ||
-		h.ConnectionRate != graph.DefaultConnectionRate || !h.Introspection {
+	if h.MaxBodyBytes != server.DefaultMaxBodyBytes || h.RequestTimeout != server.DefaultRequestTimeout ||
+		h.RateLimit != server.DefaultRateLimit || h.KeepAlive != server.DefaultKeepAlive ||
+		h.ConnectionRate != server.DefaultConnectionRate || !h.Introspection {
 		t.Fatalf("defaults: %+v", h)
 	}
 
@@ -114,7 +114,7 @@ func TestPersistedQueryFlags(t *testing.T) {
 		args         []string
 		count, bytes int64
 	}{
-		{nil, graph.DefaultPersistedQueriesPerUser, graph.DefaultPersistedQueryBytesPerUser},
+		{nil, server.DefaultPersistedQueriesPerUser, server.DefaultPersistedQueryBytesPerUser},
 		{[]string{"-apq-per-user", "5", "-apq-bytes-per-user", "-1"}, 5, -1},
 	} {
 		var cfg gateway.Config

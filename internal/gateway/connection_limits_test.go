@@ -15,9 +15,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
+	"github.com/msggate/msggate/internal/server"
 	"github.com/msggate/msggate/internal/testenv"
 )
 
@@ -128,8 +128,8 @@ func TestWebSocketConnectionLimits(t *testing.T) {
 		first := gatewaytest.ConnectWS(t, g.URL, alice, gatewaytest.WSOptions{})
 		gatewaytest.ConnectWS(t, g.URL, alice, gatewaytest.WSOptions{})
 		third := gatewaytest.DialWS(t, g.URL, gatewaytest.WSOptions{})
-		if code := initAndWaitForClose(t, third, alice); code != graph.CloseTooManyConnections {
-			t.Fatalf("a third connection of alice: close status %d, want %d", code, graph.CloseTooManyConnections)
+		if code := initAndWaitForClose(t, third, alice); code != server.CloseTooManyConnections {
+			t.Fatalf("a third connection of alice: close status %d, want %d", code, server.CloseTooManyConnections)
 		}
 		gatewaytest.ConnectWS(t, g.URL, g.Token("bob"), gatewaytest.WSOptions{})
 

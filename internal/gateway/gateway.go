@@ -79,10 +79,10 @@ type Gateway struct {
 	// and Redis and refuse what cannot finish in time (Config.StoreConcurrency, ...).
 	StoreAdmission, CacheAdmission *admission.Limiter
 	// StoreRequests bounds the operations that need the store running at once
-	// (Config.StoreRequests, graph.HandlerOptions.StoreRequests).
+	// (Config.StoreRequests, server.Dependencies.StoreRequests).
 	StoreRequests *admission.Limiter
 	// PlaygroundToken, when set before Handler, gives the token GraphiQL's Headers tab opens
-	// with (playground.Options.Token), for clients on this machine only (graph.LoopbackClient).
+	// with (playground.Options.Token), for clients on this machine only (server.LoopbackClient).
 	// Only a caller that made the demo user of an embedded store sets it; nil, the default,
 	// leaves the tab for the user to fill.
 	PlaygroundToken func() string

@@ -22,6 +22,7 @@ import (
 	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
+	"github.com/msggate/msggate/internal/server"
 	"github.com/msggate/msggate/internal/testenv"
 )
 
@@ -247,8 +248,8 @@ func TestIntrospectionUnderLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := fieldDepth(doc, doc.Operations[0].SelectionSet); d <= graph.DefaultMaxDepth {
-		t.Fatalf("the introspection query nests %d deep; this test is meant to show one deeper than %d", d, graph.DefaultMaxDepth)
+	if d := fieldDepth(doc, doc.Operations[0].SelectionSet); d <= server.DefaultMaxDepth {
+		t.Fatalf("the introspection query nests %d deep; this test is meant to show one deeper than %d", d, server.DefaultMaxDepth)
 	}
 	g := gatewaytest.Start(t)
 	var out struct {

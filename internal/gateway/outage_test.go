@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
+	"github.com/msggate/msggate/internal/server"
 	"github.com/msggate/msggate/internal/testenv"
 )
 
@@ -61,7 +61,7 @@ func outageConfig(srv *testenv.FerretDBServer, rs *testenv.RedisServer, db strin
 	return gateway.Config{
 		Addr: "127.0.0.1:0", MongoURI: srv.URI(), MongoDatabase: db, RedisURL: rs.URL(),
 		JWTSecret: gatewaytest.Secret,
-		Handler:   graph.HandlerOptions{RateLimit: -1, AnonymousRateLimit: -1, RequestTimeout: 10 * time.Second},
+		Handler:   server.Settings{RateLimit: -1, AnonymousRateLimit: -1, RequestTimeout: 10 * time.Second},
 	}
 }
 

@@ -4,41 +4,35 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/ops"
 	"github.com/msggate/msggate/internal/playground"
+	"github.com/msggate/msggate/internal/server"
 	"github.com/msggate/msggate/internal/tracing"
 )
 
 // Handler returns the gateway's HTTP routes.
 func (g *Gateway) Handler() http.Handler {
 	read := g.readPath()
-	loaders := g.Config.Handler.Loaders
-	if own := loaders.ObserveBatch; own != nil {
-		loaders.ObserveBatch = func(loader string, keys int) { own(loader, keys); g.Metrics.ObserveBatch(loader, keys) }
-	} else {
-		loaders.ObserveBatch = g.Metrics.ObserveBatch
+	// The settings are Config.Handler's; the dependencies are what the gateway opened.
+	deps := server.Dependencies{
+		JWTSecret:        g.Secret,
+		Authenticator:    read.authenticator,
+		TokenHeader:      read.tokenHeader,
+		Logger:           g.Logger,
+		Metrics:          g.Metrics,
+		ObserveBatch:     g.Metrics.ObserveBatch,
+		RateLimiter:      g.Cache,
+		PersistedQueries: g.Cache.PersistedQueries(cache.DefaultPersistedQueryTTL),
+		CacheAdmission:   g.CacheAdmission,
+		TracerProvider:   g.Config.TracerProvider,
 	}
-	// The settings come from Config.Handler; what the gateway opened, it sets itself.
-	opts := g.Config.Handler
-	opts.Loaders = loaders
-	opts.JWTSecret = g.Secret
-	opts.Authenticator = read.authenticator
-	opts.TokenHeader = read.tokenHeader
-	opts.Logger = g.Logger
-	opts.Metrics = g.Metrics
-	opts.RateLimiter = g.Cache
-	opts.PersistedQueries = g.Cache.PersistedQueries(cache.DefaultPersistedQueryTTL)
-	opts.StoreAdmission, opts.StoreRequests = nil, nil
 	if g.Store != nil {
-		opts.StoreAdmission = g.StoreAdmission
-		opts.StoreRequests = g.StoreRequests
+		deps.StoreAdmission = g.StoreAdmission
+		deps.StoreRequests = g.StoreRequests
 	}
-	opts.CacheAdmission = g.CacheAdmission
-	opts.TracerProvider = g.Config.TracerProvider
 	mux := http.NewServeMux()
-	mux.Handle("/query", graph.NewHandler(read.resolver, opts))
+	mux.Handle("/query", server.NewHandler(read.resolver, g.Config.Handler, deps))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
@@ -57,7 +51,7 @@ func (g *Gateway) Handler() http.Handler {
 			withToken := playground.New(playground.Options{Endpoint: "/query", Token: g.PlaygroundToken})
 			header := g.Config.Handler.ClientIPHeader
 			mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-				if graph.LoopbackClient(r, header) {
+				if server.LoopbackClient(r, header) {
 					withToken.ServeHTTP(w, r)
 					return
 				}

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/msggate/msggate/graph"
+	"github.com/msggate/msggate/internal/server"
 	imsync "github.com/msggate/msggate/internal/sync"
 )
 
@@ -60,7 +60,7 @@ func (g *Gateway) Serve(ctx context.Context, ready func(addr string)) error {
 	// The grace period outlasts the request time limit, so that a request that just started
 	// can still finish.
 	grace := shutdownGrace
-	if limit := cmp.Or(g.Config.Handler.RequestTimeout, graph.DefaultRequestTimeout); limit > 0 && limit+time.Second > grace {
+	if limit := cmp.Or(g.Config.Handler.RequestTimeout, server.DefaultRequestTimeout); limit > 0 && limit+time.Second > grace {
 		grace = limit + time.Second
 	}
 	g.Logger.Info("shutting down: draining in-flight requests", "grace", grace.String())

@@ -10,11 +10,11 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/graph/model"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/server"
 	"github.com/msggate/msggate/internal/testenv"
 )
 
@@ -387,14 +387,14 @@ func TestWebSocketLimits(t *testing.T) {
 	g := gatewaytest.StartWith(t, func(c *gateway.Config) { c.Handler.RateLimit, c.Handler.RateBurst = 0.001, 12 })
 	c := gatewaytest.ConnectWS(t, g.URL, g.Token("bob"), gatewaytest.WSOptions{})
 	query := `subscription { syncEvents { type } }`
-	for i := 1; i <= graph.MaxSubscriptionsPerConnection+1; i++ {
+	for i := 1; i <= server.MaxSubscriptionsPerConnection+1; i++ {
 		c.Write(map[string]any{"id": fmt.Sprint(i), "type": "subscribe", "payload": map[string]any{"query": query}})
 	}
 	// gqlgen starts the subscriptions concurrently, so which one is refused varies; exactly one
 	// is, and it ends.
 	m := c.Next()
 	if !strings.Contains(fmt.Sprint(m["payload"]), "LIMIT_EXCEEDED") || !strings.Contains(fmt.Sprint(m["payload"]), "subscriptions") {
-		t.Fatalf("%d subscriptions on one connection: %v, want a LIMIT_EXCEEDED error", graph.MaxSubscriptionsPerConnection+1, m)
+		t.Fatalf("%d subscriptions on one connection: %v, want a LIMIT_EXCEEDED error", server.MaxSubscriptionsPerConnection+1, m)
 	}
 	if done := c.Next(); done["type"] != "complete" || done["id"] != m["id"] {
 		t.Fatalf("after the refusal: %v, want its complete", done)

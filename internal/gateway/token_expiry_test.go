@@ -9,9 +9,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
+	"github.com/msggate/msggate/internal/server"
 )
 
 // shortToken returns a token for user that expires within ttl, and its exp (a whole second).
@@ -75,8 +75,8 @@ func TestSubscriptionClosedWhenTokenExpires(t *testing.T) {
 	for i, exp := range []time.Time{initExp, headerExp} {
 		e := <-ends[i]
 		name := []string{"connection_init token", "header token"}[i]
-		if code := websocket.CloseStatus(e.err); code != graph.CloseTokenExpired {
-			t.Errorf("%s: the connection ended with %v, want close code %d", name, e.err, graph.CloseTokenExpired)
+		if code := websocket.CloseStatus(e.err); code != server.CloseTokenExpired {
+			t.Errorf("%s: the connection ended with %v, want close code %d", name, e.err, server.CloseTokenExpired)
 			continue
 		}
 		late := e.at.Sub(exp)

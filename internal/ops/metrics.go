@@ -211,7 +211,7 @@ func (m *Metrics) WatchLiveSubscribers(count func() int) {
 }
 
 // LimitRefused counts a refusal by one of the limits that guard the gateway
-// (graph.OperationMetrics).
+// (server.OperationMetrics).
 func (m *Metrics) LimitRefused(limit string) {
 	m.limitRefusals.WithLabelValues(limit).Inc()
 }

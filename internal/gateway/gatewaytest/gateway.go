@@ -14,6 +14,7 @@ import (
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/im"
+	"github.com/msggate/msggate/internal/server"
 	"github.com/msggate/msggate/internal/testenv"
 )
 
@@ -94,7 +95,7 @@ func Config(redisURL string, mdb *testenv.MongoDB) gateway.Config {
 		MongoDatabase: mdb.Database(),
 		RedisURL:      redisURL,
 		JWTSecret:     Secret,
-		Handler: graph.HandlerOptions{
+		Handler: server.Settings{
 			Introspection: true,
 			// Generous: under -race on a busy 2-core machine (the whole suite in parallel)
 			// sibling resolvers can lag each other by more than the default wait, and a split

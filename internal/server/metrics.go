@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"context"
@@ -27,7 +27,7 @@ type OperationMetrics interface {
 }
 
 // countRefusal tells the metrics, if any, of a refusal by limit.
-func (o HandlerOptions) countRefusal(limit string) {
+func (o options) countRefusal(limit string) {
 	if o.Metrics != nil && limit != "" {
 		o.Metrics.LimitRefused(limit)
 	}

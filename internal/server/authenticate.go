@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"context"
@@ -7,11 +7,12 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/im"
 )
 
-// How a request is authenticated: HandlerOptions.Authenticator checks the token (msggate's
+// How a request is authenticated: Dependencies.Authenticator checks the token (msggate's
 // own HS256 tokens by default; an OpenIM deployment's tokens in OpenIM mode, which costs one
 // read of OpenIM's Redis per check, uncached, so that a kick or logout in OpenIM holds from
 // the next request on). Over HTTP the token is checked on every request; over WebSocket once,
@@ -20,9 +21,9 @@ import (
 
 // authenticateRequest reads the request's token and returns a context carrying its viewer,
 // or the error that refused it: the Authorization header ("Bearer <token>"), else the header
-// HandlerOptions.TokenHeader names (OpenIM's clients send "token: <token>"). A request with
+// Dependencies.TokenHeader names (OpenIM's clients send "token: <token>"). A request with
 // neither is anonymous.
-func authenticateRequest(req *http.Request, o HandlerOptions) (context.Context, auth.Viewer) {
+func authenticateRequest(req *http.Request, o options) (context.Context, auth.Viewer) {
 	ctx := req.Context()
 	token, err := headerToken(req.Header, o)
 	if err != nil {
@@ -38,8 +39,23 @@ func authenticateRequest(req *http.Request, o HandlerOptions) (context.Context, 
 	return auth.WithViewer(ctx, viewer, err), viewer
 }
 
+// withLoaders is the HTTP middleware that authenticates the request (authenticateRequest) and
+// gives it fresh loaders. A request without a token still runs (introspection needs no user),
+// but every resolver that needs a viewer answers UNAUTHENTICATED.
+func withLoaders(r *graph.Resolver, o options, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		ctx, viewer := authenticateRequest(req, o)
+		// A WebSocket upgrade gets none: its context lasts as long as the connection, and each
+		// operation on it gets loaders of its own (connectionOperations).
+		if req.Header.Get("Upgrade") == "" {
+			ctx = r.WithLoaders(ctx, viewer.UserID, o.Loaders)
+		}
+		next.ServeHTTP(w, req.WithContext(ctx))
+	})
+}
+
 // headerToken returns the token of a request's headers ("" when none).
-func headerToken(h http.Header, o HandlerOptions) (string, error) {
+func headerToken(h http.Header, o options) (string, error) {
 	if a := h.Get("Authorization"); a != "" {
 		t, ok := bearer(a)
 		if !ok {
@@ -70,7 +86,7 @@ func bearer(h string) (string, bool) {
 func refuseInit(err error) error {
 	if im.ErrorCode(err) == im.EUNAVAILABLE {
 		return &wsRefusal{code: CloseTryAgainLater, err: err,
-			reason: fmt.Sprintf("unavailable: the token could not be checked; try again; retryAfterMs=%d", DefaultRetryAfter.Milliseconds())}
+			reason: fmt.Sprintf("unavailable: the token could not be checked; try again; retryAfterMs=%d", graph.DefaultRetryAfter.Milliseconds())}
 	}
 	if err == nil {
 		return &wsRefusal{code: CloseUnauthorized, err: errors.New("unauthenticated"),

@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	gosync "sync"
 )
 
-// Defaults of the WebSocket connection limits (HandlerOptions).
+// Defaults of the WebSocket connection limits (Settings).
 const (
 	// DefaultMaxConnectionsPerUser bounds one user's WebSocket connections to one gateway
 	// instance: a connection per device or browser tab, with room to spare.
@@ -34,14 +34,14 @@ type connectionLimits struct {
 	pending map[string]int
 }
 
-func newConnectionLimits(o HandlerOptions) *connectionLimits {
+func newConnectionLimits(o options) *connectionLimits {
 	return &connectionLimits{perUser: o.MaxConnectionsPerUser, pendingPerAddress: o.MaxPendingConnectionsPerAddress,
 		users: map[string]int{}, pending: map[string]int{}}
 }
 
 // connectionGate counts an upgrade request's connection as waiting for connection_init, or
 // refuses it with HTTP 429 when its address has too many waiting already.
-func connectionGate(l *connectionLimits, o HandlerOptions) gate {
+func connectionGate(l *connectionLimits, o options) gate {
 	return func(w http.ResponseWriter, req *http.Request) (*http.Request, *refusal) {
 		h, ok := req.Context().Value(connHolderKey{}).(*connHolder)
 		if !ok {

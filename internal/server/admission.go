@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/admission"
-	"github.com/msggate/msggate/internal/im"
 )
 
 // How the gateway refuses work it cannot finish in time (overload) and answers outages:
@@ -32,16 +32,11 @@ import (
 //     An operation let in this way is committed: its store operations are not refused for
 //     waiting longer than the admission wait, only for its own deadline.
 //   - Every UNAVAILABLE error carries extensions.retryAfterMs (the refusal's hint, else
-//     DefaultRetryAfter). Over POST, an answer whose errors include UNAVAILABLE and whose
+//     graph.DefaultRetryAfter). Over POST, an answer whose errors include UNAVAILABLE and whose
 //     root fields all failed is HTTP 503 with Retry-After (whole seconds, rounded up); over
 //     WebSocket the error payload carries the same extensions.
-//   - New WebSocket connections are paced (HandlerOptions.ConnectionRate): one over the rate is
+//   - New WebSocket connections are paced (Settings.ConnectionRate): one over the rate is
 //     closed at connection_init with CloseTryAgainLater and the hint in the reason.
-
-// DefaultRetryAfter is the retry hint of an UNAVAILABLE error that carries none of its own (a
-// store that is down rather than busy): long enough for a restart to make progress, short
-// enough that a device notices a recovery soon. Clients add jitter.
-const DefaultRetryAfter = time.Second
 
 // Admitter tells whether a dependency would take one more operation with ctx's deadline now
 // (*admission.Limiter is one): nil, or a refusal carrying a retry hint (RetryHint). It answers
@@ -56,19 +51,11 @@ type Acquirer interface {
 	Acquire(ctx context.Context) (context.Context, func(), error)
 }
 
-// Defaults of the WebSocket connection pacing (HandlerOptions.ConnectionRate, ConnectionBurst).
+// Defaults of the WebSocket connection pacing (Settings.ConnectionRate, ConnectionBurst).
 const (
 	DefaultConnectionRate  = 50
 	DefaultConnectionBurst = 100
 )
-
-// retryAfter is the retry hint of an UNAVAILABLE error: its own, else DefaultRetryAfter.
-func retryAfter(err error) time.Duration {
-	if d := im.RetryHint(err); d > 0 {
-		return d
-	}
-	return DefaultRetryAfter
-}
 
 // setRetryAfter is the one place a retry hint becomes the Retry-After header: whole seconds,
 // rounded up, so that a client never comes back before the hint.
@@ -79,7 +66,7 @@ func setRetryAfter(w http.ResponseWriter, d time.Duration) {
 // unavailableError is the GraphQL error of a refusal or outage.
 func unavailableError(message string, retry time.Duration) *gqlerror.Error {
 	return &gqlerror.Error{Message: message, Extensions: map[string]any{
-		"code": CodeUnavailable, "retryAfterMs": retry.Milliseconds()}}
+		"code": graph.CodeUnavailable, "retryAfterMs": retry.Milliseconds()}}
 }
 
 // unavailableStatus reports whether an answer is "come back later" as a whole: one of its
@@ -88,7 +75,7 @@ func unavailableStatus(r *graphql.Response) (time.Duration, bool) {
 	var longest time.Duration
 	found := false
 	for _, e := range r.Errors {
-		if code, _ := e.Extensions["code"].(string); code != CodeUnavailable {
+		if code, _ := e.Extensions["code"].(string); code != graph.CodeUnavailable {
 			continue
 		}
 		found = true
@@ -125,7 +112,7 @@ type admissionCheck struct {
 	store, cache Admitter
 	requests     Acquirer
 	timeout      time.Duration
-	o            HandlerOptions
+	o            options
 }
 
 var _ interface {
@@ -168,7 +155,7 @@ func (a admissionCheck) InterceptOperation(ctx context.Context, next graphql.Ope
 	}
 	refusal := func(name string, err error) *gqlerror.Error {
 		a.o.countRefusal(limitOverload)
-		retry := retryAfter(err)
+		retry := graph.RetryAfter(err)
 		return unavailableError(fmt.Sprintf("the %s is overloaded: retry in %v", name, retry.Round(time.Millisecond)), retry)
 	}
 	check := func(name string, dep Admitter) *gqlerror.Error {

@@ -1,8 +1,7 @@
-package graph
+package server
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	gosync "sync"
@@ -12,18 +11,14 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"github.com/msggate/msggate/graph/model"
+	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/im"
-	imsync "github.com/msggate/msggate/internal/sync"
 )
 
-// WebSocket close codes msggate sends, beyond RFC 6455's.
+// WebSocket close codes msggate sends, beyond RFC 6455's (graph.CloseGoingAway and
+// graph.CloseSlowConsumer are a subscription's).
 const (
-	// CloseGoingAway (RFC 6455): the gateway instance is shutting down.
-	CloseGoingAway = 1001
-	// CloseSlowConsumer: the subscriber did not read its events fast enough.
-	CloseSlowConsumer = 4008
 	// CloseTokenExpired: the token the connection was authenticated with reached its exp. The
 	// client reconnects with a fresh token (and resumes from its last sync token).
 	CloseTokenExpired = 4401
@@ -109,12 +104,12 @@ func initToken(p map[string]any) string {
 type connLoadersKey struct{}
 
 type connLoaders struct {
-	r      *Resolver
-	o      *HandlerOptions // the transport's: a copy in each connection would cost every idle one
+	r      *graph.Resolver
+	o      *options // the transport's: a copy in each connection would cost every idle one
 	viewer string
 }
 
-func withConnectionLoaders(ctx context.Context, r *Resolver, o *HandlerOptions, v auth.Viewer) context.Context {
+func withConnectionLoaders(ctx context.Context, r *graph.Resolver, o *options, v auth.Viewer) context.Context {
 	return context.WithValue(ctx, connLoadersKey{}, connLoaders{r: r, o: o, viewer: v.UserID})
 }
 
@@ -130,7 +125,7 @@ func connectionOperations(ctx context.Context, next graphql.OperationHandler) gr
 	// A subscription's events are plain values: it needs no loaders, and would hold them for
 	// as long as it lasts.
 	if oc := graphql.GetOperationContext(ctx); oc.Operation == nil || oc.Operation.Operation != ast.Subscription {
-		ctx = context.WithValue(ctx, loadersKey{}, c.r.newLoaders(c.viewer, c.o.Loaders))
+		ctx = c.r.WithLoaders(ctx, c.viewer, c.o.Loaders)
 	}
 	if c.o.RequestTimeout > 0 {
 		ctx = context.WithValue(ctx, deadlineKey{}, time.Now().Add(c.o.RequestTimeout))
@@ -161,7 +156,7 @@ func takeOperationToken(ctx context.Context) *gqlerror.Error {
 // may hold open: each holds a goroutine and a buffer, and one per device is what is needed.
 const MaxSubscriptionsPerConnection = 8
 
-// DefaultKeepAlive is how often an idle WebSocket connection is pinged (HandlerOptions).
+// DefaultKeepAlive is how often an idle WebSocket connection is pinged (Settings).
 const DefaultKeepAlive = 15 * time.Second
 
 type connHolderKey struct{}
@@ -181,13 +176,9 @@ type connHolder struct {
 	user        string // the user it counts towards once authenticated
 }
 
-// openSubscription counts one more subscription on the connection of ctx, unless it holds
-// the most it may; release undoes it.
-func openSubscription(ctx context.Context) (release func(), err error) {
-	h, ok := ctx.Value(connHolderKey{}).(*connHolder)
-	if !ok {
-		return func() {}, nil
-	}
+// openSubscription counts one more subscription on the connection, unless it holds the most
+// it may; release undoes it.
+func (h *connHolder) openSubscription() (release func(), err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.subscriptions >= MaxSubscriptionsPerConnection {
@@ -233,10 +224,13 @@ func withConnHolder(next http.Handler) http.Handler {
 
 // closeConnection closes the WebSocket connection the context belongs to, if any.
 func closeConnection(ctx context.Context, code int, reason string) {
-	h, ok := ctx.Value(connHolderKey{}).(*connHolder)
-	if !ok {
-		return
+	if h, ok := ctx.Value(connHolderKey{}).(*connHolder); ok {
+		h.close(code, reason)
 	}
+}
+
+// close closes the held connection, if any.
+func (h *connHolder) close(code int, reason string) {
 	h.mu.Lock()
 	conn := h.conn
 	h.mu.Unlock()
@@ -244,105 +238,3 @@ func closeConnection(ctx context.Context, code int, reason string) {
 		conn.close(code, reason)
 	}
 }
-
-// closeAndWait closes the connection and waits until the transport has noticed (the
-// operation's context ends), so that the subscription's end is the close and its reason: were
-// the event channel closed first, gqlgen would send "complete", which a client takes as a
-// normal end and does not resubscribe after.
-func closeAndWait(ctx context.Context, code int, reason string) {
-	closeConnection(ctx, code, reason)
-	select {
-	case <-ctx.Done():
-	case <-time.After(closeWait):
-	}
-}
-
-// closeWait bounds closeAndWait: a peer that never answers the close handshake is cut off by
-// the WebSocket library within this time.
-const closeWait = 10 * time.Second
-
-// syncEvents answers Subscription.syncEvents.
-func (r *Resolver) syncEvents(ctx context.Context, since *string) (<-chan *model.SyncEvent, error) {
-	log := r.syncLog()
-	if log == nil {
-		return nil, errNoEventLog
-	}
-	viewer, err := auth.ViewerFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var tok *im.SyncToken
-	if since != nil {
-		t, err := log.ParseToken(*since)
-		if err != nil {
-			return nil, err
-		}
-		tok = &t
-	}
-	if r.Hub == nil {
-		return nil, im.Errorf(im.EUNAVAILABLE, "subscriptions are not enabled on this gateway")
-	}
-	release, err := openSubscription(ctx)
-	if err != nil {
-		return nil, err
-	}
-	// Opened without waiting for Redis to confirm the user's channel: the stream waits for
-	// that on its own goroutine (Run), so the operation's preparation does not hold one more
-	// goroutine per device while thousands of devices subscribe at once.
-	sub, err := r.Hub.Open(ctx, viewer.UserID)
-	if err != nil {
-		release()
-		return nil, err
-	}
-	// The stream runs on the transport's goroutine for this operation (streamPump): each
-	// event is put in out, then emit has gqlgen take it, select its fields and write them.
-	out := make(chan *model.SyncEvent, 1)
-	run := func(emit func() bool) {
-		defer close(out)
-		defer release()
-		defer sub.Close()
-		err := sub.Run(tok, func(sendCtx context.Context, ev im.Event) error {
-			out <- syncEventOf(ev)
-			// A write the peer does not take within the hub's stall timeout: the hub has
-			// dropped the subscription by then; the close frame follows what the peer's
-			// socket already holds (the write waits for it, or for the close to give up).
-			stop := context.AfterFunc(sendCtx, func() {
-				if errors.Is(context.Cause(sendCtx), imsync.ErrSlowConsumer) {
-					closeConnection(ctx, CloseSlowConsumer, slowConsumerReason)
-				}
-			})
-			defer stop()
-			if !emit() {
-				return context.Cause(ctx)
-			}
-			return nil
-		})
-		// The subscription leaves the hub before the connection is closed: the close may wait
-		// for a peer that does not read.
-		sub.Close()
-		r.streamEnded(ctx, viewer.UserID, err)
-	}
-	if !pumpStream(ctx, run) {
-		release()
-		sub.Close()
-		return nil, im.Errorf(im.EINVALID, "syncEvents is served over WebSocket only")
-	}
-	return out, nil
-}
-
-// streamEnded closes the connection of a subscription whose stream ended with err, or logs
-// why it ended. Apart from the stream's goroutine (syncEvents' run), which idles below it:
-// what is here would widen its frame.
-func (r *Resolver) streamEnded(ctx context.Context, userID string, err error) {
-	switch {
-	case errors.Is(err, imsync.ErrSlowConsumer):
-		r.Logger.WarnContext(ctx, "subscriber dropped", "user", userID, "reason", err)
-		closeAndWait(ctx, CloseSlowConsumer, slowConsumerReason)
-	case errors.Is(err, imsync.ErrShuttingDown):
-		closeAndWait(ctx, CloseGoingAway, "going away: the gateway is shutting down; reconnect with your last token")
-	case err != nil && ctx.Err() == nil:
-		r.Logger.ErrorContext(ctx, "subscription ended", "user", userID, "err", err)
-	}
-}
-
-const slowConsumerReason = "slow consumer: stopped taking events; reconnect with your last token"

@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 )
 
 // DefaultSessionCheckInterval is how often the tokens of live WebSocket connections are asked
-// about again, when the authenticator can withdraw tokens (HandlerOptions).
+// about again, when the authenticator can withdraw tokens (Settings).
 const DefaultSessionCheckInterval = 2 * time.Second
 
 // sessionCheckBatch bounds the tokens one question carries.

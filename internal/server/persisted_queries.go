@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/auth"
 )
 
@@ -17,7 +18,7 @@ import (
 const MaxPersistedQueryBytes = 64 << 10
 
 // Defaults of what one user may register in persisted queries in the store's window, a day
-// for msggate's Redis (HandlerOptions.PersistedQueriesPerUser, PersistedQueryBytesPerUser).
+// for msggate's Redis (Settings.PersistedQueriesPerUser, PersistedQueryBytesPerUser).
 // An application registers each of its operations once when the store has lost it, and
 // several users share what one of them registered: these are far above what one needs.
 const (
@@ -46,10 +47,10 @@ type PersistedQueryStore interface {
 type persistedQueries struct {
 	apq   extension.AutomaticPersistedQuery
 	store PersistedQueryStore
-	o     HandlerOptions
+	o     options
 }
 
-func newPersistedQueries(o HandlerOptions) persistedQueries {
+func newPersistedQueries(o options) persistedQueries {
 	return persistedQueries{apq: extension.AutomaticPersistedQuery{Cache: lookupOnly{o.PersistedQueries}},
 		store: o.PersistedQueries, o: o}
 }
@@ -72,7 +73,7 @@ func (p persistedQueries) Validate(schema graphql.ExecutableSchema) error {
 func (p persistedQueries) MutateOperationParameters(ctx context.Context, params *graphql.RawParams) *gqlerror.Error {
 	err := p.apq.MutateOperationParameters(ctx, params)
 	if err != nil && err.Extensions["code"] == nil {
-		errcode.Set(err, CodeBadUserInput)
+		errcode.Set(err, graph.CodeBadUserInput)
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/auth"
 )
 
@@ -71,12 +72,12 @@ func postPersisted(t *testing.T, h http.Handler, token, query string) map[string
 // gets its usual error and is not registered; one the store refuses still runs.
 func TestPersistedQueryRegisteredOnlyWhenValid(t *testing.T) {
 	store := &recordingQueries{kept: map[string]string{}, keep: true}
-	opts := loaderTestOptions()
-	opts.PersistedQueries = store
-	opts.MaxDepth = 3
-	opts.PersistedQueriesPerUser = 7
-	h := NewHandler(&Resolver{Conversations: &countingConversations{}}, opts)
-	token, err := auth.Issue(loaderTestSecret, "alice", false, time.Hour, time.Now())
+	settings, deps := testSettings(), testDependencies()
+	deps.PersistedQueries = store
+	settings.MaxDepth = 3
+	settings.PersistedQueriesPerUser = 7
+	h := NewHandler(&graph.Resolver{Conversations: noConversations{}}, settings, deps)
+	token, err := auth.Issue(testSecret, "alice", false, time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

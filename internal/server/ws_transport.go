@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/admission"
 	"github.com/msggate/msggate/internal/freshstack"
 	"github.com/msggate/msggate/internal/im"
@@ -33,8 +34,8 @@ import (
 // connection is its reader, and a subscription one goroutine that both follows the stream and
 // writes its events (see streamPump); keepalives and deadlines are timers.
 type wsTransport struct {
-	r        *Resolver
-	o        *HandlerOptions
+	r        *graph.Resolver
+	o        *options
 	pacer    *admission.Pacer
 	sessions *sessionWatch // nil when tokens cannot be withdrawn
 }
@@ -57,7 +58,7 @@ const (
 	wsControlWriteLimit = 10 * time.Second
 )
 
-func newWSTransport(r *Resolver, o HandlerOptions) *wsTransport {
+func newWSTransport(r *graph.Resolver, o options) *wsTransport {
 	return &wsTransport{r: r, o: &o, pacer: admission.NewPacer(o.ConnectionRate, o.ConnectionBurst),
 		sessions: newSessionWatch(o.Authenticator, o.SessionCheckInterval, o.Logger)}
 }
@@ -420,32 +421,43 @@ func (c *wsConnection) prepare(ctx context.Context, id string, payload json.RawM
 		return nil, nil, ctx
 	}
 	ctx = graphql.WithOperationContext(ctx, rc)
-	ctx = context.WithValue(ctx, streamPumpKey{}, pump)
+	pump.holder, _ = ctx.Value(connHolderKey{}).(*connHolder)
+	ctx = graph.WithSubscriptionConn(ctx, pump)
 	responses, ctx := c.exec.DispatchOperation(ctx, rc)
 	return responses, rc, ctx
 }
 
-// streamPumpKey marks an operation's context with the streamPump its subscription resolver
-// may take.
-type streamPumpKey struct{}
-
-// streamPump lets a subscription resolver run its stream on the operation's goroutine instead
-// of a goroutine of its own feeding a channel: run is given emit, which takes one item from
-// the channel the resolver returned and writes it, and reports false once the stream is over.
-// One goroutine per subscription, where a channel between two would need two.
+// streamPump is an operation's graph.SubscriptionConn: it lets a subscription resolver run
+// its stream on the operation's goroutine instead of a goroutine of its own feeding a channel
+// (run, set by PumpStream), one goroutine per subscription where a channel between two would
+// need two; and it reaches the operation's connection through its holder.
 type streamPump struct {
-	run func(emit func() bool)
+	run    func(emit func() bool)
+	holder *connHolder // nil when the connection has none
 }
 
-// pumpStream hands run to the transport that runs ctx's operation. false when the transport
-// offers none (the caller then runs it itself).
-func pumpStream(ctx context.Context, run func(emit func() bool)) bool {
-	p, ok := ctx.Value(streamPumpKey{}).(*streamPump)
-	if !ok || p.run != nil {
+var _ graph.SubscriptionConn = (*streamPump)(nil)
+
+// PumpStream takes run for the operation's goroutine, unless a resolver took it already.
+func (p *streamPump) PumpStream(run func(emit func() bool)) bool {
+	if p.run != nil {
 		return false
 	}
 	p.run = run
 	return true
+}
+
+func (p *streamPump) OpenSubscription() (release func(), err error) {
+	if p.holder == nil {
+		return func() {}, nil
+	}
+	return p.holder.openSubscription()
+}
+
+func (p *streamPump) Close(code int, reason string) {
+	if p.holder != nil {
+		p.holder.close(code, reason)
+	}
 }
 
 // next writes one answer of operation id. It may wait for a slow reader: a subscription
@@ -503,7 +515,7 @@ func (c *wsConnection) initErrorJSON(err error) json.RawMessage {
 		}
 		err = refused.err
 	}
-	b, _ := json.Marshal(errorPresenter(c.t.o.Logger)(c.ctx, err))
+	b, _ := json.Marshal(graph.ErrorPresenter(c.t.o.Logger)(c.ctx, err))
 	return b
 }
 

@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"net"
@@ -9,7 +9,7 @@ import (
 
 // clientAddress names the client a request comes from, for the limits kept per address
 // (anonymous requests, connections waiting for connection_init): the IP the connection comes
-// from or, when header is set (HandlerOptions.ClientIPHeader, for a gateway behind a proxy),
+// from or, when header is set (Settings.ClientIPHeader, for a gateway behind a proxy),
 // the last address in that header, the one the proxy itself appended; what a client wrote
 // before it is not trusted. An IPv6 client counts by its /64: one host usually holds the
 // whole prefix and could otherwise take a fresh address per request.
@@ -58,7 +58,7 @@ var forwardingHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Real-IP", "T
 // LoopbackClient reports whether req comes from a client on this machine: its connection
 // comes from a loopback address, and no proxy relayed it for a client elsewhere. Nothing a
 // remote peer writes in its headers makes it local. A loopback peer that names a client in a
-// forwarding header is a proxy on this machine: then only header (HandlerOptions.
+// forwarding header is a proxy on this machine: then only header (Settings.
 // ClientIPHeader, the one the gateway trusts) can name a loopback client; any other
 // forwarding header means a client that may be anywhere.
 func LoopbackClient(req *http.Request, header string) bool {

@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/admission"
 	"github.com/msggate/msggate/internal/im"
 )
@@ -22,7 +23,7 @@ import (
 // error and no root field with a value; the longest hint wins.
 func TestUnavailableStatus(t *testing.T) {
 	unavailable := func(ms int64) *gqlerror.Error { return unavailableError("x", time.Duration(ms)*time.Millisecond) }
-	other := &gqlerror.Error{Message: "no", Extensions: map[string]any{"code": CodeBadUserInput}}
+	other := &gqlerror.Error{Message: "no", Extensions: map[string]any{"code": graph.CodeBadUserInput}}
 	for _, c := range []struct {
 		name   string
 		data   string
@@ -51,7 +52,7 @@ func TestUnavailableStatus(t *testing.T) {
 // Ensure the presenter answers every outage as UNAVAILABLE with a retry hint, the refusal's
 // own when it has one, and keeps INTERNAL for bugs.
 func TestPresenterOutages(t *testing.T) {
-	present := errorPresenter(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	present := graph.ErrorPresenter(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	refusal := &admission.RefusedError{Name: "message store", RetryAfter: 1234 * time.Millisecond}
 	for _, c := range []struct {
 		name   string
@@ -59,11 +60,11 @@ func TestPresenterOutages(t *testing.T) {
 		code   string
 		hintMs int64
 	}{
-		{"an admission refusal", &im.Error{Code: im.EUNAVAILABLE, Message: "message store is overloaded", Cause: refusal}, CodeUnavailable, 1234},
-		{"a store down", im.Unavailable("message store", errors.New("dial")), CodeUnavailable, DefaultRetryAfter.Milliseconds()},
-		{"a context that ended, without a code", fmt.Errorf("load: %w", context.DeadlineExceeded), CodeUnavailable, DefaultRetryAfter.Milliseconds()},
-		{"a cut connection, without a code", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), CodeUnavailable, DefaultRetryAfter.Milliseconds()},
-		{"a bug", errors.New("index out of range"), CodeInternal, 0},
+		{"an admission refusal", &im.Error{Code: im.EUNAVAILABLE, Message: "message store is overloaded", Cause: refusal}, graph.CodeUnavailable, 1234},
+		{"a store down", im.Unavailable("message store", errors.New("dial")), graph.CodeUnavailable, graph.DefaultRetryAfter.Milliseconds()},
+		{"a context that ended, without a code", fmt.Errorf("load: %w", context.DeadlineExceeded), graph.CodeUnavailable, graph.DefaultRetryAfter.Milliseconds()},
+		{"a cut connection, without a code", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), graph.CodeUnavailable, graph.DefaultRetryAfter.Milliseconds()},
+		{"a bug", errors.New("index out of range"), graph.CodeInternal, 0},
 	} {
 		gerr := present(context.Background(), c.err)
 		hint, _ := gerr.Extensions["retryAfterMs"].(int64)
@@ -86,9 +87,9 @@ func (s *storeClosed) Check(context.Context) error {
 // query that never asks the store is not held back by it.
 func TestStoreAdmissionSeesFragments(t *testing.T) {
 	store := &storeClosed{}
-	opts := loaderTestOptions()
-	opts.StoreAdmission = store
-	h := NewHandler(&Resolver{Conversations: &countingConversations{}}, opts)
+	deps := testDependencies()
+	deps.StoreAdmission = store
+	h := NewHandler(&graph.Resolver{Conversations: noConversations{}}, testSettings(), deps)
 	for name, query := range map[string]string{
 		"field":            `{ syncState(first: 1) { token } }`,
 		"named fragment":   `{ ...F } fragment F on Query { syncState(first: 1) { token } }`,

@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/msggate/msggate/graph"
 )
 
 // postTransport is GraphQL over HTTP POST with a JSON body. It answers as gqlgen's POST
@@ -77,7 +79,7 @@ func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 		w.WriteHeader(http.StatusBadRequest)
 		writeResponse(w, exec.DispatchError(graphql.WithOperationContext(ctx, rc), gqlerror.List{{
 			Message:    "subscriptions are served over WebSocket (graphql-transport-ws) at this URL, not over HTTP POST",
-			Extensions: map[string]any{"code": CodeUnsupported},
+			Extensions: map[string]any{"code": graph.CodeUnsupported},
 		}}))
 		return
 	}

@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/msggate/msggate/internal/auth"
 )
 
-// Defaults of the rate limits (HandlerOptions.RateLimit, RateBurst, AnonymousRateLimit,
+// Defaults of the rate limits (Settings.RateLimit, RateBurst, AnonymousRateLimit,
 // AnonymousRateBurst).
 const (
 	DefaultRateLimit = 20 // requests a second per user, sustained
@@ -43,7 +43,7 @@ type RateLimiter interface {
 //
 // When the limiter cannot answer (Redis is down), the request goes through: reads must keep
 // working without Redis. That is logged, at most every logEvery.
-func rateGate(o HandlerOptions) gate {
+func rateGate(o options) gate {
 	const logEvery = 10 * time.Second
 	var lastLogged atomic.Int64
 	limiter := o.RateLimiter

@@ -1,4 +1,4 @@
-package graph
+package server
 
 import (
 	"bytes"
@@ -16,17 +16,18 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/im"
 )
 
-// Defaults of the request limits (HandlerOptions). Each is checked before any resolver runs,
+// Defaults of the request limits (Settings). Each is checked before any resolver runs,
 // except the timeout, which bounds the resolvers.
 const (
 	DefaultMaxBodyBytes   = 1 << 20
 	DefaultMaxTokens      = 15000
 	DefaultMaxDepth       = 12
 	DefaultMaxAliases     = 30
-	DefaultMaxComplexity  = 5000
+	DefaultMaxComplexity  = graph.DefaultMaxComplexity
 	DefaultRequestTimeout = 30 * time.Second
 )
 
@@ -59,7 +60,7 @@ const (
 // limitError is the error of a request refused by one of the limits.
 func limitError(limit, format string, args ...any) *gqlerror.Error {
 	err := gqlerror.Errorf(format, args...)
-	err.Extensions = map[string]any{"code": CodeLimitExceeded, "limit": limit}
+	err.Extensions = map[string]any{"code": graph.CodeLimitExceeded, "limit": limit}
 	return err
 }
 
@@ -78,7 +79,7 @@ type refusalKey struct{}
 // gated runs the gates in order in front of srv. A refused request still goes to srv, which
 // answers it through refusedTransport, so that its error passes the error presenter and the
 // response interceptors (metrics) like any other; its limit is counted as a refusal too.
-func gated(srv http.Handler, o HandlerOptions, gates ...gate) http.Handler {
+func gated(srv http.Handler, o options, gates ...gate) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		for _, g := range gates {
 			var refused *refusal
@@ -140,7 +141,7 @@ func bodyGate(max int64) gate {
 		}
 		if err != nil {
 			unread := gqlerror.Errorf("the request body could not be read")
-			unread.Extensions = map[string]any{"code": CodeBadUserInput}
+			unread.Extensions = map[string]any{"code": graph.CodeBadUserInput}
 			return req, &refusal{http.StatusBadRequest, unread}
 		}
 		req.Body = bufferedBody{bytes.NewReader(body), body}
@@ -232,7 +233,7 @@ func (l shapeLimit) MutateOperationContext(_ context.Context, opCtx *graphql.Ope
 	shape := measureShape(opCtx.Doc, opCtx.Operation)
 	if shape.introspects && !l.introspection {
 		err := gqlerror.Errorf("introspection is switched off on this server")
-		err.Extensions = map[string]any{"code": CodeForbidden}
+		err.Extensions = map[string]any{"code": graph.CodeForbidden}
 		return err
 	}
 	if l.maxDepth > 0 && shape.depth > l.maxDepth {
@@ -277,7 +278,7 @@ func (m *shapeMeter) selections(set ast.SelectionSet) operationShape {
 			}
 			s.depth++
 			if sel.Alias != sel.Name {
-				s.aliases = saturatingAdd(s.aliases, 1)
+				s.aliases = graph.SaturatingAdd(s.aliases, 1)
 			}
 		case *ast.InlineFragment:
 			s = m.selections(sel.SelectionSet)
@@ -285,7 +286,7 @@ func (m *shapeMeter) selections(set ast.SelectionSet) operationShape {
 			s = m.fragment(sel)
 		}
 		total.depth = max(total.depth, s.depth)
-		total.aliases = saturatingAdd(total.aliases, s.aliases)
+		total.aliases = graph.SaturatingAdd(total.aliases, s.aliases)
 		total.introspects = total.introspects || s.introspects
 	}
 	return total
@@ -344,10 +345,10 @@ func presentLimits(next graphql.ErrorPresenterFunc, timeout time.Duration, logge
 		code, _ := gerr.Extensions["code"].(string)
 		switch {
 		case code == gqlgenComplexityCode:
-			gerr.Extensions["code"] = CodeLimitExceeded
+			gerr.Extensions["code"] = graph.CodeLimitExceeded
 			gerr.Extensions["limit"] = limitComplexity
 		case code == errcode.ParseFailed && strings.HasPrefix(gerr.Message, gqlparserTokenLimit):
-			gerr.Extensions["code"] = CodeLimitExceeded
+			gerr.Extensions["code"] = graph.CodeLimitExceeded
 			gerr.Extensions["limit"] = limitTokens
 		}
 		return gerr
