@@ -41,8 +41,8 @@ var layers = []struct {
 // no product package imports it.
 var tooling = []string{
 	"cmd", "docs", "e2e", "graph/gqlgen",
-	"internal/bench", "internal/fanout", "internal/loadfault", "internal/toolmain",
-	"internal/testenv", "internal/gateway/gatewaytest", "internal/openim/openimtest",
+	"internal/devtools/bench", "internal/devtools/fanout", "internal/devtools/loadfault", "internal/devtools/toolmain",
+	"internal/devtools/testenv", "internal/gateway/gatewaytest", "internal/openim/openimtest",
 	"internal/openimfeed/openimfeedtest", "internal/search/searchtest", "deploy",
 }
 

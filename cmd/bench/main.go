@@ -1,5 +1,5 @@
 // Command bench measures msggate's read path against baseline handlers in one run
-// (internal/bench): the gateway runs in this process, on a redis-server and a FerretDB it
+// (internal/devtools/bench): the gateway runs in this process, on a redis-server and a FerretDB it
 // starts, so it needs a source checkout and redis-server, as the tests do.
 //
 //	go run ./cmd/bench [-duration D] [-rounds N] [-c N] [-cold N] [-big N] [-time-length N] [-only NAME] [-dir D] [-cpuprofile F]
@@ -18,8 +18,8 @@ import (
 	"os"
 	"runtime/pprof"
 
-	"github.com/msggate/msggate/internal/bench"
-	"github.com/msggate/msggate/internal/toolmain"
+	"github.com/msggate/msggate/internal/devtools/bench"
+	"github.com/msggate/msggate/internal/devtools/toolmain"
 )
 
 func main() { toolmain.Run("bench", run) }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/msggate/msggate/internal/bench"
+	"github.com/msggate/msggate/internal/devtools/bench"
 )
 
 // Ensure the flags take the package's defaults and bad arguments are refused before the bench

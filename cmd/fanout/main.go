@@ -1,4 +1,4 @@
-// Command fanout measures a reconnect storm and one message to a big group (internal/fanout):
+// Command fanout measures a reconnect storm and one message to a big group (internal/devtools/fanout):
 // N devices of the members of a group dial K gateway processes over WebSocket all at once; it
 // waits until every subscription is live, sends M messages to the group and prints how long
 // the start took, what each message cost in Redis, how long the devices waited for it and
@@ -19,8 +19,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/msggate/msggate/internal/fanout"
-	"github.com/msggate/msggate/internal/toolmain"
+	"github.com/msggate/msggate/internal/devtools/fanout"
+	"github.com/msggate/msggate/internal/devtools/toolmain"
 )
 
 func main() { toolmain.Run("fanout", run) }

@@ -1,6 +1,6 @@
 // Command loadfault runs two msggate gateway processes under load while faults are injected
 // (redis-server, a gateway and the store killed and restarted), then checks and reports
-// (internal/loadfault). It fails when a check fails.
+// (internal/devtools/loadfault). It fails when a check fails.
 //
 //	go run ./cmd/loadfault [-duration D] [-users N] [-think D] [-faults N] [-seed N] [-dir D]
 //	    [-levels 1,2,4,8] [-gateway PATH]
@@ -22,8 +22,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/msggate/msggate/internal/loadfault"
-	"github.com/msggate/msggate/internal/toolmain"
+	"github.com/msggate/msggate/internal/devtools/loadfault"
+	"github.com/msggate/msggate/internal/devtools/toolmain"
 )
 
 func main() { toolmain.Run("loadfault", run) }

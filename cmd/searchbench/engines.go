@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/search"
 	"github.com/msggate/msggate/internal/search/bleveindex"
 	"github.com/msggate/msggate/internal/search/pgindex"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // engine is an engine under measurement, with what the bench needs beyond search.Engine.

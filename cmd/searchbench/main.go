@@ -7,7 +7,7 @@
 //	go run ./cmd/searchbench [-engine pg|bleve] [-messages N] [-conversations N] [-queries N] [-seed N] [-dir D]
 //	    [-bleve-bulk] [-reuse-index] [-cpuprofile F]
 //
-// With -engine pg it starts a PostgreSQL server of its own (internal/testenv, as the tests
+// With -engine pg it starts a PostgreSQL server of its own (internal/devtools/testenv, as the tests
 // do: initdb and postgres must be installed; ./scripts/need-postgres installs them); with
 // -engine bleve it builds the embedded index under the scratch directory. With -engine pg
 // -hold it keeps that server once done; -pg-url URL -reuse-index then times the queries again on
@@ -21,7 +21,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/msggate/msggate/internal/toolmain"
+	"github.com/msggate/msggate/internal/devtools/toolmain"
 )
 
 func main() { toolmain.Run("searchbench", run) }

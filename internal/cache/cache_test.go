@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/im"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // env is one test's view of one Redis topology: a client with the round-trip counter, and a

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/msggate/msggate/internal/cache"
-	"github.com/msggate/msggate/internal/testenv"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 )
 
 // Ensure a user's conversation list is cached with a version: an empty list is cached too,

@@ -2,7 +2,7 @@
 // imports go-redis, so no driver type reaches the layers above. go-redis is also imported by
 // internal/openim, which reads an OpenIM deployment's Redis (read-only, dialled through
 // DialClient here), and by the test tooling that starts and fills test servers
-// (internal/testenv, internal/openim/openimtest) or checks keys directly (_test files).
+// (internal/devtools/testenv, internal/openim/openimtest) or checks keys directly (_test files).
 //
 // It caches whole chunks, the seq state of conversations and users, each user's conversation
 // list and the group memberships read, runs the seq allocator, keeps each user's sync event

@@ -11,7 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/event"
 
 	"github.com/msggate/msggate/internal/chunkstore"
-	"github.com/msggate/msggate/internal/testenv"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 )
 
 // Ensure the timing monitor reports commands by name and failures, and still calls the

@@ -2,7 +2,7 @@
 // path that imports the MongoDB driver, so no driver type reaches the layers above. The driver
 // is also imported by internal/openim, which reads an OpenIM deployment's MongoDB (read-only,
 // connected through ConnectDatabase here), and by the test tooling that starts and fills test
-// servers (internal/testenv, internal/openim/openimtest) or checks a store directly (_test
+// servers (internal/devtools/testenv, internal/openim/openimtest) or checks a store directly (_test
 // files).
 //
 // Collections (field names follow OpenIM where OpenIM has the same concept). Each document's

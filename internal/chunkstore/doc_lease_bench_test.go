@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/im"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // The lease benchmarks measure what making several processes safe on one FerretDB costs: the

@@ -10,7 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/event"
 
 	"github.com/msggate/msggate/internal/chunkstore"
-	"github.com/msggate/msggate/internal/testenv"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 )
 
 // maxUpdatesPerCommand is the contract: no update command carries more statements, whatever

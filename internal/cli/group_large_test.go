@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/internal/cli"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/im"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // largeGroupSize is the size of the large group tests: im.MaxGroupMembers, or a fifth of it

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/msggate/msggate/internal/bench"
 	"github.com/msggate/msggate/internal/cli"
+	"github.com/msggate/msggate/internal/devtools/bench"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/im"
 )

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/internal/cli"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // startServe runs `msggate serve` on the embedded default in dir, as `go run .` does (with

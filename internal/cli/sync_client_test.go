@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/internal/cli"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // Ensure `msggate sync-client -user U` mints its token from the secret, bootstraps, prints the

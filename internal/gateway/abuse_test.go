@@ -40,13 +40,13 @@ import (
 
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/openim/openimtest"
 	"github.com/msggate/msggate/internal/server"
 	imsync "github.com/msggate/msggate/internal/sync"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // Ensure bad input gets a clear error with a code and changes nothing.

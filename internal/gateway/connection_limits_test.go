@@ -15,10 +15,10 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/server"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // serveForReal opens a gateway and serves it with Serve, the server `go run .` runs, rather

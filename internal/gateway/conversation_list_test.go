@@ -9,10 +9,10 @@ import (
 
 	"github.com/msggate/msggate/graph"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/im"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // Ensure the conversation list comes newest activity first, pages by cursor, and carries unread

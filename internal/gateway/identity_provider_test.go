@@ -16,9 +16,9 @@ import (
 	"github.com/coder/websocket"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // identityProvider is an identity provider of the test's own: an ES256 key, published as a

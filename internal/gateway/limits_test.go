@@ -20,10 +20,10 @@ import (
 	"github.com/vektah/gqlparser/v2/parser"
 
 	"github.com/msggate/msggate/graph"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/server"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // instance is one more gateway process on a gateway's MongoDB and Redis, as a second replica

@@ -13,10 +13,10 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/openim"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // Ensure OpenIM mode's settings come from flags and the environment (the flag wins), and a

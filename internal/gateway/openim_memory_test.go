@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/graph/model"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/openim/openimtest"
 	"github.com/msggate/msggate/internal/openimfeed/openimfeedtest"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // historyReader reads one conversation's last 100 messages as token's user.

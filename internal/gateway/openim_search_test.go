@@ -11,10 +11,10 @@ import (
 
 	"github.com/openimsdk/protocol/sdkws"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/openim/openimtest"
 	"github.com/msggate/msggate/internal/openimfeed/openimfeedtest"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // onEachOpenIMSearchEngine runs a test against an OpenIM deployment, its Kafka and a gateway

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/server"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // outageCalls are the operations a device makes, each of which must fail as UNAVAILABLE, with

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/im"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // Ensure messages() answers in request order across chunk boundaries, and that a range

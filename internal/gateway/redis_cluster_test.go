@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // Ensure the gateway runs on a three-master Redis Cluster given as a redis+cluster:// URL:

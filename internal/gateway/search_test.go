@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 const searchQuery = `query($q: String!, $c: ID, $s: String, $t: [Int!], $a: Int64, $b: Int64, $n: Int, $after: String) {

@@ -10,10 +10,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/im"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // Ensure a reconnect storm (every device of a group's members subscribing at once, as after a

@@ -11,11 +11,11 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/msggate/msggate/graph/model"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/server"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // syncEvent is a syncEvents payload as a client decodes it.

@@ -16,10 +16,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway/gatewaytest"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/ops"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // tracedGateway is a gateway whose spans a recorder keeps, and whose logs a buffer keeps.

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/im"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // importBatch is per messages of each of convs single chats between "imp<k>" and "hub", in

@@ -13,11 +13,11 @@ import (
 
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/ingest"
 	imsync "github.com/msggate/msggate/internal/sync"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // env is the write path over a real FerretDB and a real redis-server.

@@ -3,10 +3,10 @@ package openim_test
 import (
 	"testing"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/openim"
 	"github.com/msggate/msggate/internal/openim/openimtest"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 func seqRange(from, to int64) []int64 {

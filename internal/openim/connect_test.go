@@ -8,9 +8,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/openim"
 	"github.com/msggate/msggate/internal/openim/openimtest"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // Connect reaches a deployment by URI and URL alone and reads it; on a database that is not

@@ -7,9 +7,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/openim"
 	"github.com/msggate/msggate/internal/openim/openimtest"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // deployment is an OpenIM deployment written by openimtest on FerretDB and a real

@@ -5,10 +5,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/openim"
 	"github.com/msggate/msggate/internal/openim/openimtest"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // OpenIM deployments often run Redis Cluster: OpenIM's keys carry no hash tags, so one

@@ -8,8 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/openim"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // A database that is not OpenIM's is refused at start-up with an error that names what is

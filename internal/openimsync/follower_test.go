@@ -9,13 +9,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/openim"
 	"github.com/msggate/msggate/internal/openim/openimtest"
 	"github.com/msggate/msggate/internal/openimfeed"
 	"github.com/msggate/msggate/internal/openimsync"
 	imsync "github.com/msggate/msggate/internal/sync"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // world is an OpenIM deployment written by openimtest (FerretDB, a redis-server of its own),

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/msggate/msggate/internal/testenv"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 )
 
 func readiness(t *testing.T, h http.Handler) (int, Readiness, string) {

@@ -11,10 +11,10 @@ import (
 
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/retention"
 	imsync "github.com/msggate/msggate/internal/sync"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 var now = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)

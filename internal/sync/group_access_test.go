@@ -9,9 +9,9 @@ import (
 
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/im"
 	imsync "github.com/msggate/msggate/internal/sync"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // groupAccess is a ledger whose MongoDB commands are counted, with its cache and Redis.

@@ -11,9 +11,9 @@ import (
 
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/im"
 	imsync "github.com/msggate/msggate/internal/sync"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // Ensure the conversation lists and read state of many users that Redis does not hold are

@@ -10,9 +10,9 @@ import (
 
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/im"
 	imsync "github.com/msggate/msggate/internal/sync"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // Ensure a subscription outlives a Redis restart: a catch-up that finds Redis down is retried,

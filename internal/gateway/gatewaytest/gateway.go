@@ -12,10 +12,10 @@ import (
 	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/server"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // Secret is the JWT secret of the gateways Config configures.

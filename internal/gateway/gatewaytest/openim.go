@@ -3,9 +3,9 @@ package gatewaytest
 import (
 	"testing"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/openim/openimtest"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // OpenIMGateway is a gateway in OpenIM mode (gateway.Config.OpenIM) over an OpenIM v3.8

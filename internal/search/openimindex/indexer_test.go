@@ -12,13 +12,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/msggate/msggate/internal/cache"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/openim"
 	"github.com/msggate/msggate/internal/openim/openimtest"
 	"github.com/msggate/msggate/internal/search"
 	"github.com/msggate/msggate/internal/search/bleveindex"
 	"github.com/msggate/msggate/internal/search/openimindex"
 	"github.com/msggate/msggate/internal/search/pgindex"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // switchable is an index that can be taken down: while down it takes no change.

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/search"
 	"github.com/msggate/msggate/internal/search/pgindex"
 	"github.com/msggate/msggate/internal/search/searchtest"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 func open(t *testing.T, url string, opts pgindex.Options) *pgindex.Index {

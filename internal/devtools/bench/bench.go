@@ -20,10 +20,10 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/server"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // Options configures a bench run. The zero value is usable: every zero field takes its default.

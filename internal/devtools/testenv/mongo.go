@@ -21,7 +21,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-const ferretdbServerPkg = "github.com/msggate/msggate/internal/testenv/ferretdbserver"
+const ferretdbServerPkg = "github.com/msggate/msggate/internal/devtools/testenv/ferretdbserver"
 
 // MongoDB is a test's private database on the FerretDB server shared by the
 // test binary.

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/msggate/msggate/internal/testenv"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 )
 
 // Options configures a run. The zero value is usable: it is the full run.

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/im"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // Ensure the store check tells each way a send can go wrong: an acknowledged send missing, one

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/internal/cli"
-	"github.com/msggate/msggate/internal/loadfault"
+	"github.com/msggate/msggate/internal/devtools/loadfault"
 )
 
 // gatewayChild marks a run of this test binary as one of the harness's gateway processes.

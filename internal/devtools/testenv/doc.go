@@ -3,5 +3,5 @@
 // developer tools that run msggate as child processes, a build of its binary. It builds
 // FerretDB with the go command at run time, so it works only in a source checkout: it is
 // imported only by tests, test harnesses (internal/gateway/gatewaytest) and the tools under
-// cmd/ (through internal/bench, internal/loadfault and internal/fanout), never by the product.
+// cmd/ (through internal/devtools/bench, internal/devtools/loadfault and internal/devtools/fanout), never by the product.
 package testenv

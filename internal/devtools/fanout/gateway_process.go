@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/msggate/msggate/internal/testenv"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 )
 
 // instance is one gateway, a child process on a loopback port of its own.

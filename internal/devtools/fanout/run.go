@@ -18,9 +18,9 @@ import (
 
 	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/chunkstore"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
 	"github.com/msggate/msggate/internal/im"
-	"github.com/msggate/msggate/internal/testenv"
 	"github.com/msggate/msggate/syncclient"
 )
 

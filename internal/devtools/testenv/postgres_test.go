@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/msggate/msggate/internal/testenv"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 )
 
 // The shared server gives each test a database of its own, with the extension and the locale

@@ -11,7 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/msggate/msggate/internal/testenv"
+	"github.com/msggate/msggate/internal/devtools/testenv"
 )
 
 func TestRedis(t *testing.T) {

@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/ops"
-	"github.com/msggate/msggate/internal/testenv"
 )
 
 // gatewayProcess is one gateway instance run as a child process on a fixed port, so that it

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/internal/cli"
-	"github.com/msggate/msggate/internal/fanout"
+	"github.com/msggate/msggate/internal/devtools/fanout"
 )
 
 // childCommand marks a run of this test binary as one of the bench's child processes.
