@@ -109,6 +109,9 @@ func (s *Store) findUserLists(ctx context.Context, userIDs []string, limit int) 
 	}
 	lists, truncated = make(map[string][]string, len(docs)), map[string]bool{}
 	for _, d := range docs {
+		if len(d.ConversationIDs) == 0 {
+			continue // every conversation removed ($pullAll leaves the document): no list, as the entries read
+		}
 		if len(d.ConversationIDs) > limit {
 			truncated[d.UserID] = true
 			d.ConversationIDs = d.ConversationIDs[:limit]

@@ -84,6 +84,9 @@ func TestUserListsFollowTheEntries(t *testing.T) {
 		t.Fatalf("the entries are %v", want)
 	}
 	sameLists(t, got, want)
+	if l, ok := got["carol"]; ok {
+		t.Errorf("carol, whose every conversation was removed, reads a list %v; want none, as the entries answer", l)
+	}
 	if len(truncated) != 0 {
 		t.Errorf("truncated %v, want none", truncated)
 	}
