@@ -42,7 +42,7 @@ var layers = []struct {
 var tooling = []string{
 	"cmd", "docs", "e2e", "graph/gqlgen",
 	"internal/devtools/bench", "internal/devtools/fanout", "internal/devtools/loadfault", "internal/devtools/toolmain",
-	"internal/devtools/testenv", "internal/gateway/gatewaytest", "internal/openim/openimtest",
+	"internal/devtools/testenv", "internal/devtools/graphqltest", "internal/gateway/gatewaytest", "internal/openim/openimtest",
 	"internal/openimfeed/openimfeedtest", "internal/search/searchtest", "deploy",
 }
 

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 
+	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/im"
 	imsync "github.com/msggate/msggate/internal/sync"
 )
@@ -74,6 +75,20 @@ func (r *Resolver) syncLog() SyncLog {
 		return r.Ledger.Events()
 	}
 	return nil
+}
+
+// viewerLog is the event log and the viewer whose events a sync operation reads, or why the
+// operation cannot run.
+func (r *Resolver) viewerLog(ctx context.Context) (SyncLog, auth.Viewer, error) {
+	log := r.syncLog()
+	if log == nil {
+		return nil, auth.Viewer{}, errNoEventLog
+	}
+	viewer, err := auth.ViewerFrom(ctx)
+	if err != nil {
+		return nil, auth.Viewer{}, err
+	}
+	return log, viewer, nil
 }
 
 // errNoEventLog answers what needs the event log on a gateway without one.

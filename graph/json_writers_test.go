@@ -12,6 +12,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/msggate/msggate/graph/model"
+	"github.com/msggate/msggate/internal/devtools/graphqltest"
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
 )
@@ -224,7 +225,7 @@ func TestConversationPageFieldsAndFailures(t *testing.T) {
 	}
 	first := errs[0].(map[string]any)
 	path, _ := json.Marshal(first["path"])
-	if string(path) != `["viewer","conversations","nodes",0,"lastMessage"]` || !strings.Contains(errorCodes(out), "UNAVAILABLE") {
+	if string(path) != `["viewer","conversations","nodes",0,"lastMessage"]` || !strings.Contains(graphqltest.ErrorCodes(out), "UNAVAILABLE") {
 		t.Fatalf("error %v, want UNAVAILABLE at viewer.conversations.nodes.0.lastMessage", first)
 	}
 }

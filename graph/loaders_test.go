@@ -16,6 +16,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/executor"
 
 	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/devtools/graphqltest"
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
 )
@@ -198,26 +199,15 @@ func TestLoaderFailuresFailTheirFields(t *testing.T) {
 	} {
 		convs := countingConversations{failStates: down}
 		out := askAs(t, &convs, LoaderOptions{Wait: 20 * time.Millisecond}, query)
-		if out["data"] != nil || !strings.Contains(errorCodes(out), "UNAVAILABLE") {
+		if out["data"] != nil || !strings.Contains(graphqltest.ErrorCodes(out), "UNAVAILABLE") {
 			t.Errorf("%s: answer %v, want an UNAVAILABLE error and no data", query, out)
 		}
 		buggy := countingConversations{panicRead: true}
 		out = askAs(t, &buggy, LoaderOptions{Wait: 20 * time.Millisecond}, query)
-		if out["data"] != nil || !strings.Contains(errorCodes(out), "INTERNAL") {
+		if out["data"] != nil || !strings.Contains(graphqltest.ErrorCodes(out), "INTERNAL") {
 			t.Errorf("%s with a panicking batch: answer %v, want an INTERNAL error and no data", query, out)
 		}
 	}
-}
-
-func errorCodes(answer map[string]any) string {
-	var codes []string
-	errs, _ := answer["errors"].([]any)
-	for _, e := range errs {
-		ext, _ := e.(map[string]any)["extensions"].(map[string]any)
-		code, _ := ext["code"].(string)
-		codes = append(codes, code)
-	}
-	return strings.Join(codes, ",")
 }
 
 func jsonEqual(a, b any) bool {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/graph/model"
-	"github.com/msggate/msggate/internal/auth"
 	"github.com/msggate/msggate/internal/im"
 	imsync "github.com/msggate/msggate/internal/sync"
 )
@@ -66,11 +65,7 @@ const closeWait = 10 * time.Second
 
 // syncEvents answers Subscription.syncEvents.
 func (r *Resolver) syncEvents(ctx context.Context, since *string) (<-chan *model.SyncEvent, error) {
-	log := r.syncLog()
-	if log == nil {
-		return nil, errNoEventLog
-	}
-	viewer, err := auth.ViewerFrom(ctx)
+	log, viewer, err := r.viewerLog(ctx)
 	if err != nil {
 		return nil, err
 	}

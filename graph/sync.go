@@ -55,11 +55,7 @@ func (r *Resolver) syncState(ctx context.Context, first *int, after *string) (*m
 
 // syncDifference answers Query.syncDifference.
 func (r *Resolver) syncDifference(ctx context.Context, since string, limit *int) (*model.SyncDifference, error) {
-	log := r.syncLog()
-	if log == nil {
-		return nil, errNoEventLog
-	}
-	viewer, err := auth.ViewerFrom(ctx)
+	log, viewer, err := r.viewerLog(ctx)
 	if err != nil {
 		return nil, err
 	}

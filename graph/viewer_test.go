@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/msggate/msggate/internal/devtools/graphqltest"
 	"github.com/msggate/msggate/internal/history"
 	"github.com/msggate/msggate/internal/im"
 )
@@ -36,7 +37,7 @@ func TestConversationHistoryPanicIsAnInternalError(t *testing.T) {
 	}
 	e := errs[0].(map[string]any)
 	path, _ := json.Marshal(e["path"])
-	if errorCodes(out) != "INTERNAL" || e["message"] != "internal error" ||
+	if graphqltest.ErrorCodes(out) != "INTERNAL" || e["message"] != "internal error" ||
 		string(path) != `["viewer","conversations","nodes",1,"history"]` {
 		t.Errorf("error %v, want INTERNAL \"internal error\" at the second node's history", e)
 	}

@@ -104,7 +104,7 @@ func coldReadFixture(ctx context.Context, b *testing.B, natural bool, others int
 		fill(0, others/2) // an earlier version's documents: read by field from then on
 		open()
 	}
-	if got := len(store.LegacyCollections()) == 0; got != natural {
+	if got := len(legacyCollections(b, db)) == 0; got != natural {
 		b.Fatalf("natural keys %v, want %v", got, natural)
 	}
 	m.IndexIDs(b) // as gateway.Open does for its embedded store; what is inserted next is indexed as it goes

@@ -112,19 +112,6 @@ func openLayout(ctx context.Context, db *mongo.Database) (keyLayout, error) {
 	return out, nil
 }
 
-// LegacyCollections names the collections that hold documents of an earlier msggate version
-// and are therefore read by their fields (on FerretDB, a decode of the whole collection per
-// lookup).
-func (s *Store) LegacyCollections() []string {
-	var out []string
-	for _, c := range keyedCollections {
-		if !s.natural[c] {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 // pairKey is the natural _id of a document named by two IDs.
 func pairKey(first, second string) (string, error) {
 	if strings.Contains(first, "|") {

@@ -115,7 +115,7 @@ func TestEveryLookupIsByID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if legacy := store.LegacyCollections(); len(legacy) != 0 {
+	if legacy := legacyCollections(t, db); len(legacy) != 0 {
 		t.Fatalf("a new store reads %v by field", legacy)
 	}
 	m.IndexIDs(t) // as gateway.Open does for its embedded store
@@ -228,6 +228,34 @@ func TestEveryLookupIsByID(t *testing.T) {
 
 // rawDoc reads one document by a field, as an OpenIM-style reader that knows only the field
 // names would.
+// legacyCollections reads the layout Open records in db and returns, in keyed's order, the
+// keyed collections without a natural-key record: those a Store reads by their fields.
+func legacyCollections(t testing.TB, db *mongo.Database) []string {
+	t.Helper()
+	ctx := context.Background()
+	cur, err := db.Collection(chunkstore.CollectionLayout).Find(ctx, bson.D{{Key: "natural_ids", Value: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []struct {
+		ID string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &recs); err != nil {
+		t.Fatal(err)
+	}
+	natural := map[string]bool{}
+	for _, r := range recs {
+		natural[r.ID] = true
+	}
+	var out []string
+	for _, c := range keyed {
+		if !natural[c] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func rawDoc(t *testing.T, db *mongo.Database, coll string, filter bson.D) bson.M {
 	t.Helper()
 	var d bson.M
@@ -293,7 +321,7 @@ func TestNaturalKeysKeepOpenIMFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if legacy := again.LegacyCollections(); len(legacy) != 0 {
+	if legacy := legacyCollections(t, e.db); len(legacy) != 0 {
 		t.Fatalf("reopened store reads %v by field", legacy)
 	}
 	if cs, err := again.FindChunks(ctx, []string{conv + ":0"}); err != nil || cs[0] == nil || cs[0].Slot(3).Msg == nil {
@@ -338,7 +366,7 @@ func TestLegacyStoreIsReadByField(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{chunkstore.CollectionChunks, chunkstore.CollectionSeqs, chunkstore.CollectionUserSeqs, chunkstore.CollectionClientMsgID}
-	if got := store.LegacyCollections(); !slices.Equal(got, want) {
+	if got := legacyCollections(t, db); !slices.Equal(got, want) {
 		t.Fatalf("legacy collections %v, want %v", got, want)
 	}
 
@@ -432,8 +460,11 @@ func TestLegacyStoreIsReadByField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := again.LegacyCollections(); !slices.Equal(got, want) {
+	if got := legacyCollections(t, db); !slices.Equal(got, want) {
 		t.Fatalf("reopened: legacy collections %v, want %v", got, want)
+	}
+	if cs, err := again.FindChunks(ctx, []string{conv + ":0"}); err != nil || cs[0] == nil {
+		t.Fatalf("reopened store: the earlier version's chunk %v, %v", cs, err)
 	}
 }
 
@@ -478,7 +509,7 @@ func TestClientMsgIDsOfAnEarlierVersion(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if byField := slices.Contains(store.LegacyCollections(), chunkstore.CollectionClientMsgID); byField == natural {
+			if byField := slices.Contains(legacyCollections(t, db), chunkstore.CollectionClientMsgID); byField == natural {
 				t.Fatalf("%s read by field: %v, want %v", chunkstore.CollectionClientMsgID, byField, !natural)
 			}
 			bob := chunkstore.ClientMsgKey{ConversationID: group, SendID: "bob", ClientMsgID: "x|1"}

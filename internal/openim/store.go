@@ -109,15 +109,7 @@ func findAll[T any](ctx context.Context, c *mongo.Collection, op string, filter 
 	if projection != nil {
 		opts.SetProjection(projection)
 	}
-	cur, err := c.Find(ctx, filter, opts)
-	if err != nil {
-		return nil, mongoError(op, err)
-	}
-	var docs []T
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, mongoError(op, err)
-	}
-	return docs, nil
+	return findAllOpts[T](ctx, c, op, filter, opts)
 }
 
 func in(values []string) bson.D { return bson.D{{Key: "$in", Value: values}} }

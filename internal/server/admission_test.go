@@ -16,6 +16,7 @@ import (
 
 	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/admission"
+	"github.com/msggate/msggate/internal/devtools/graphqltest"
 	"github.com/msggate/msggate/internal/im"
 )
 
@@ -100,7 +101,7 @@ func TestStoreAdmissionSeesFragments(t *testing.T) {
 	} {
 		store.asked = 0
 		out := askHandler(t, h, query)
-		if errorCodes(out) != "UNAVAILABLE" || store.asked != 1 {
+		if graphqltest.ErrorCodes(out) != "UNAVAILABLE" || store.asked != 1 {
 			t.Errorf("%s: answered %v after %d store checks, want UNAVAILABLE after one", name, out, store.asked)
 		}
 	}

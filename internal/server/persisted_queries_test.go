@@ -4,16 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	gosync "sync"
 	"testing"
 	"time"
 
 	"github.com/msggate/msggate/graph"
 	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/devtools/graphqltest"
 )
 
 // recordingQueries is a PersistedQueryStore that keeps what it is asked to register, within
@@ -51,20 +49,8 @@ func (r *recordingQueries) Register(_ context.Context, _, hash, query string, ma
 func postPersisted(t *testing.T, h http.Handler, token, query string) map[string]any {
 	t.Helper()
 	sum := sha256.Sum256([]byte(query))
-	body, _ := json.Marshal(map[string]any{"query": query, "extensions": map[string]any{
+	return serveJSON(t, h, token, map[string]any{"query": query, "extensions": map[string]any{
 		"persistedQuery": map[string]any{"version": 1, "sha256Hash": hex.EncodeToString(sum[:])}}})
-	req := httptest.NewRequest(http.MethodPost, "/query", strings.NewReader(string(body)))
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	var out map[string]any
-	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
-		t.Fatalf("answer %q: %v", rec.Body, err)
-	}
-	return out
 }
 
 // Ensure a query sent with its hash is registered only once it parsed, validated and passed
@@ -90,7 +76,7 @@ func TestPersistedQueryRegisteredOnlyWhenValid(t *testing.T) {
 		"unknown fragment": {`{ ...F }`, "GRAPHQL_VALIDATION_FAILED"},
 	} {
 		out := postPersisted(t, h, token, c.query)
-		if errorCodes(out) != c.code {
+		if graphqltest.ErrorCodes(out) != c.code {
 			t.Errorf("%s: answered %v, want %s", name, out, c.code)
 		}
 	}

@@ -37,10 +37,19 @@ func testToken(t *testing.T, user string) string {
 // askHandler runs query through h as alice and returns its answer.
 func askHandler(t *testing.T, h http.Handler, query string) map[string]any {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{"query": query})
-	req := httptest.NewRequest(http.MethodPost, "/query", strings.NewReader(string(body)))
+	return serveJSON(t, h, testToken(t, "alice"), map[string]any{"query": query})
+}
+
+// serveJSON posts body to h as JSON, with token as the bearer when there is one, and returns
+// the answer.
+func serveJSON(t *testing.T, h http.Handler, token string, body map[string]any) map[string]any {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req := httptest.NewRequest(http.MethodPost, "/query", strings.NewReader(string(b)))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+testToken(t, "alice"))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	var out map[string]any
@@ -48,18 +57,6 @@ func askHandler(t *testing.T, h http.Handler, query string) map[string]any {
 		t.Fatalf("answer %q: %v", rec.Body, err)
 	}
 	return out
-}
-
-// errorCodes are the codes of an answer's errors, comma-separated.
-func errorCodes(answer map[string]any) string {
-	var codes []string
-	errs, _ := answer["errors"].([]any)
-	for _, e := range errs {
-		ext, _ := e.(map[string]any)["extensions"].(map[string]any)
-		code, _ := ext["code"].(string)
-		codes = append(codes, code)
-	}
-	return strings.Join(codes, ",")
 }
 
 // noConversations is a graph.ConversationSource of a store that holds no conversation, for

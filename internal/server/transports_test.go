@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/msggate/msggate/graph"
+	"github.com/msggate/msggate/internal/devtools/graphqltest"
 )
 
 // startServer serves the handler over a resolver of an empty store on a real HTTP server.
@@ -60,17 +61,17 @@ func TestPOSTTransport(t *testing.T) {
 		out["data"].(map[string]any)["viewer"].(map[string]any)["userID"] != "alice" {
 		t.Errorf("a query as alice: HTTP %d %v, want 200 and alice's userID", status, out)
 	}
-	if status, out := post(t, srv, "", `{"query":"{ viewer { userID } }"}`); status != http.StatusOK || errorCodes(out) != graph.CodeUnauthenticated {
+	if status, out := post(t, srv, "", `{"query":"{ viewer { userID } }"}`); status != http.StatusOK || graphqltest.ErrorCodes(out) != graph.CodeUnauthenticated {
 		t.Errorf("without a token: HTTP %d %v, want 200 UNAUTHENTICATED", status, out)
 	}
-	if status, out := post(t, srv, alice, `{"query":"subscription { syncEvents { type } }"}`); status != http.StatusBadRequest || errorCodes(out) != graph.CodeUnsupported {
+	if status, out := post(t, srv, alice, `{"query":"subscription { syncEvents { type } }"}`); status != http.StatusBadRequest || graphqltest.ErrorCodes(out) != graph.CodeUnsupported {
 		t.Errorf("a subscription: HTTP %d %v, want 400 UNSUPPORTED", status, out)
 	}
 	if status, out := post(t, srv, alice, `{"query":`); status != http.StatusBadRequest || out["errors"] == nil {
 		t.Errorf("a body that is not JSON: HTTP %d %v, want 400 and an error", status, out)
 	}
 	big := `{"query":"{ viewer { userID } }","variables":{"pad":"` + strings.Repeat("x", 300) + `"}}`
-	if status, out := post(t, srv, alice, big); status != http.StatusRequestEntityTooLarge || errorCodes(out) != graph.CodeLimitExceeded {
+	if status, out := post(t, srv, alice, big); status != http.StatusRequestEntityTooLarge || graphqltest.ErrorCodes(out) != graph.CodeLimitExceeded {
 		t.Errorf("a body over MaxBodyBytes: HTTP %d %v, want 413 LIMIT_EXCEEDED", status, out)
 	}
 }
@@ -157,7 +158,7 @@ func TestWebSocketTransport(t *testing.T) {
 
 			c.send(map[string]any{"type": p.start, "id": "2", "payload": map[string]any{"query": "subscription { syncEvents { type } }"}})
 			m = c.expect(p.data)
-			if errorCodes(m["payload"].(map[string]any)) != graph.CodeUnsupported {
+			if graphqltest.ErrorCodes(m["payload"].(map[string]any)) != graph.CodeUnsupported {
 				t.Errorf("a subscription without an event log: %v, want UNSUPPORTED", m)
 			}
 			c.expect("complete")

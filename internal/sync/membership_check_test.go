@@ -25,7 +25,7 @@ type received struct {
 }
 
 // runSubscription subscribes user from now on and streams what they get into got.
-func runSubscription(t *testing.T, hub *imsync.Hub, user string, got chan<- received) {
+func runSubscription(t *testing.T, hub *imsync.Hub, user string, got chan<- received) *imsync.Subscription {
 	t.Helper()
 	sub, err := hub.Subscribe(context.Background(), user)
 	if err != nil {
@@ -42,6 +42,7 @@ func runSubscription(t *testing.T, hub *imsync.Hub, user string, got chan<- rece
 			}
 		})
 	}()
+	return sub
 }
 
 // sendToGroup stores and announces the next message of a group conversation, as a send does.
@@ -57,12 +58,36 @@ func sendToGroup(t *testing.T, l *imsync.Ledger, conv, sender string, seq int64)
 	}
 }
 
-func waitGroupSubscribers(t *testing.T, hub *imsync.Hub, conv string, n int) {
+// waitLive waits until n subscriptions of hub stream live events: each follows, by then, the
+// group streams its user's list named when it started.
+func waitLive(t *testing.T, hub *imsync.Hub, n int) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for hub.GroupSubscribers(conv) != n {
+	for hub.LiveSubscribers() != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d subscriptions follow %s, want %d", hub.GroupSubscribers(conv), conv, n)
+			t.Fatalf("%d subscriptions stream live, want %d", hub.LiveSubscribers(), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitChannelDropped waits until no Redis connection listens on a group stream's channel any
+// more: a hub leaves it when the last of its subscriptions stops following the stream.
+func waitChannelDropped(t *testing.T, rs *testenv.RedisServer, c *cache.Cache, conv string) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	defer rdb.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		numsub, err := rdb.Do(context.Background(), "PUBSUB", "NUMSUB", c.GroupChannel(conv)).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if numsub[1].(int64) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v connections still listen on %s's channel", numsub[1], conv)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -101,10 +126,9 @@ func TestRemovedMemberStopsReceivingWhenTheHintIsLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make(chan received, 64)
-	for _, u := range []string{"alice", "bob"} {
-		runSubscription(t, hub, u, got)
-	}
-	waitGroupSubscribers(t, hub, "sg_crew", 2)
+	alice := runSubscription(t, hub, "alice", got)
+	runSubscription(t, hub, "bob", got)
+	waitLive(t, hub, 2)
 	sendToGroup(t, l, "sg_crew", "alice", 1)
 	for seen := map[string]bool{}; len(seen) < 2; {
 		select {
@@ -147,9 +171,9 @@ func TestRemovedMemberStopsReceivingWhenTheHintIsLost(t *testing.T) {
 		}
 		break
 	}
-	if n := hub.GroupSubscribers("sg_crew"); n != 1 {
-		t.Errorf("%d subscriptions follow sg_crew, want alice's alone", n)
-	}
+	// Bob's subscription stays open; once alice's ends, nothing here follows the group.
+	alice.Close()
+	waitChannelDropped(t, rs, c, "sg_crew")
 }
 
 // Ensure the membership check costs Redis one GET per subscribed user while nothing changes:
@@ -172,7 +196,7 @@ func TestMembershipCheckReadsNoListWhileNothingChanges(t *testing.T) {
 	for _, m := range members {
 		runSubscription(t, hub, m.UserID, got)
 	}
-	waitGroupSubscribers(t, hub, "sg_big", n)
+	waitLive(t, hub, n)
 	time.Sleep(3 * testCheck) // every user's first check, which reads their list
 	before, err := c.ServerStats(ctx)
 	if err != nil {

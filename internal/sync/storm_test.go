@@ -21,72 +21,19 @@ import (
 // knows the users: no MongoDB command at all, and a few Redis round trips a subscription
 // whatever it follows; and that a message sent then reaches every subscription once.
 func TestStormStartReadsOnlyRedis(t *testing.T) {
-	ctx := context.Background()
-	mongo := &testenv.MongoCommands{}
-	store, err := chunkstore.Open(ctx, testenv.Mongo(t).Connect(t, mongo.Monitor()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs := testenv.Redis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	r := newStormRig(t)
 	trips := &testenv.RedisRoundTrips{}
-	rdb.AddHook(trips)
-	c := cache.New(rdb, cache.Options{})
-	l := imsync.NewLedger(store, c, imsync.Options{})
+	r.rdb.AddHook(trips)
+	c := cache.New(r.rdb, cache.Options{})
+	l := imsync.NewLedger(r.store, c, imsync.Options{})
 	hub := imsync.NewHub(l.Events(), c, imsync.HubOptions{})
 	t.Cleanup(func() { _ = hub.Close() })
 
 	const users, perUser = 40, 2
-	members := make([]im.GroupMember, users)
-	for i := range members {
-		members[i] = im.GroupMember{UserID: fmt.Sprintf("s%03d", i), Role: im.RoleMember}
-	}
-	members[0].Role = im.RoleOwner
-	if err := l.SetGroup(ctx, "storm", members); err != nil {
-		t.Fatal(err)
-	}
-	type got struct {
-		device int
-		ev     im.Event
-	}
-	events := make(chan got, 4*users*perUser)
-	// storm subscribes every device at once and returns once all stream live.
-	storm := func() []*imsync.Subscription {
-		t.Helper()
-		subs := make([]*imsync.Subscription, users*perUser)
-		var wg gosync.WaitGroup
-		for i := range subs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sub, err := hub.Subscribe(ctx, members[i%users].UserID)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				subs[i] = sub
-				go func() {
-					_ = sub.Run(nil, func(ctx context.Context, ev im.Event) error {
-						events <- got{i, ev}
-						return nil
-					})
-				}()
-			}()
-		}
-		wg.Wait()
-		if t.Failed() {
-			t.FailNow()
-		}
-		for deadline := time.Now().Add(time.Minute); hub.LiveSubscribers() < len(subs); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d subscriptions live after a minute", hub.LiveSubscribers(), len(subs))
-			}
-		}
-		return subs
-	}
+	members := stormGroup(t, l, "storm", "s", users)
+	events := make(chan deviceEvent, 4*users*perUser)
 	// The devices connected once: Redis knows their users' lists and states.
-	for _, s := range storm() {
+	for _, s := range storm(t, hub, members, perUser, events) {
 		s.Close()
 	}
 	for deadline := time.Now().Add(20 * time.Second); hub.LiveSubscribers() > 0; time.Sleep(10 * time.Millisecond) {
@@ -94,16 +41,11 @@ func TestStormStartReadsOnlyRedis(t *testing.T) {
 			t.Fatalf("%d subscriptions still live after they were closed", hub.LiveSubscribers())
 		}
 	}
-	mongo.Reset()
+	r.mongo.Reset()
 	trips.Take()
 
-	subs := storm()
-	t.Cleanup(func() {
-		for _, s := range subs {
-			s.Close()
-		}
-	})
-	if n := mongo.Total(); n != 0 {
+	subs := storm(t, hub, members, perUser, events)
+	if n := r.mongo.Total(); n != 0 {
 		t.Errorf("the storm's start sent %d MongoDB commands, want none: Redis knows every user", n)
 	}
 	// A start reads the user's log head (Subscribe), list, the groups' heads and the member's
@@ -116,26 +58,109 @@ func TestStormStartReadsOnlyRedis(t *testing.T) {
 			n, len(subs), float64(n)/float64(len(subs)), maxTrips)
 	}
 
-	msg := imsync.StoredMessage{ConversationID: "sg_storm", Seq: 1, SendID: members[0].UserID, SendTime: time.Now().UnixMilli()}
-	if err := l.RecordStored(ctx, []imsync.StoredMessage{msg}); err != nil {
+	sendToGroup(t, l, "sg_storm", members[0].UserID, 1)
+	eachDeviceGetsOnce(t, events, len(subs), "sg_storm", 1)
+}
+
+// stormRig is what a storm test runs on: a store whose MongoDB commands mongo counts, and a
+// redis-server of its own with a client on it.
+type stormRig struct {
+	store *chunkstore.Store
+	mongo *testenv.MongoCommands
+	rs    *testenv.RedisServer
+	rdb   *redis.Client
+}
+
+func newStormRig(t *testing.T) *stormRig {
+	t.Helper()
+	r := &stormRig{mongo: &testenv.MongoCommands{}, rs: testenv.Redis(t)}
+	var err error
+	if r.store, err = chunkstore.Open(context.Background(), testenv.Mongo(t).Connect(t, r.mongo.Monitor())); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Events().AnnounceMessages(ctx, []imsync.StoredMessage{msg}); err != nil {
+	r.rdb = redis.NewClient(&redis.Options{Addr: r.rs.Addr()})
+	t.Cleanup(func() { _ = r.rdb.Close() })
+	return r
+}
+
+// stormGroup makes a group of users members (prefix000, prefix001, ...), the first its owner.
+func stormGroup(t *testing.T, l *imsync.Ledger, group, prefix string, users int) []im.GroupMember {
+	t.Helper()
+	members := make([]im.GroupMember, users)
+	for i := range members {
+		members[i] = im.GroupMember{UserID: fmt.Sprintf("%s%03d", prefix, i), Role: im.RoleMember}
+	}
+	members[0].Role = im.RoleOwner
+	if err := l.SetGroup(context.Background(), group, members); err != nil {
 		t.Fatal(err)
 	}
+	return members
+}
+
+// deviceEvent is an event one device of a storm got.
+type deviceEvent struct {
+	device int
+	ev     im.Event
+}
+
+// storm subscribes perUser devices of every member at once, without a token, sends what each
+// gets to events, and returns once all stream live. The test's end closes them.
+func storm(t *testing.T, hub *imsync.Hub, members []im.GroupMember, perUser int, events chan<- deviceEvent) []*imsync.Subscription {
+	t.Helper()
+	subs := make([]*imsync.Subscription, len(members)*perUser)
+	var wg gosync.WaitGroup
+	for i := range subs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sub, err := hub.Subscribe(context.Background(), members[i%len(members)].UserID)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			subs[i] = sub
+			go func() {
+				_ = sub.Run(nil, func(ctx context.Context, ev im.Event) error {
+					events <- deviceEvent{i, ev}
+					return nil
+				})
+			}()
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Cleanup(func() {
+		for _, s := range subs {
+			s.Close()
+		}
+	})
+	for deadline := time.Now().Add(time.Minute); hub.LiveSubscribers() < len(subs); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d subscriptions live after a minute", hub.LiveSubscribers(), len(subs))
+		}
+	}
+	return subs
+}
+
+// eachDeviceGetsOnce waits until each of devices got the message seq of conv, and fails if
+// one gets it twice. Other events (an earlier storm's) are passed over.
+func eachDeviceGetsOnce(t *testing.T, events <-chan deviceEvent, devices int, conv string, seq int64) {
+	t.Helper()
 	seen := map[int]bool{}
-	for len(seen) < len(subs) {
+	for len(seen) < devices {
 		select {
 		case g := <-events:
-			if g.ev.Type != im.EventNewMessage || g.ev.ConversationID != "sg_storm" || g.ev.Seq != 1 {
-				continue // an event of the first storm's
+			if g.ev.Type != im.EventNewMessage || g.ev.ConversationID != conv || g.ev.Seq != seq {
+				continue
 			}
 			if seen[g.device] {
 				t.Fatalf("device %d got the message twice", g.device)
 			}
 			seen[g.device] = true
 		case <-time.After(20 * time.Second):
-			t.Fatalf("%d of %d devices got the message", len(seen), len(subs))
+			t.Fatalf("%d of %d devices got the message", len(seen), devices)
 		}
 	}
 }

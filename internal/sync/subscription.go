@@ -175,13 +175,6 @@ func (h *Hub) Subscribers() int { return int(h.open.Load()) }
 // the others are still reading their streams' heads and the member's counters.
 func (h *Hub) LiveSubscribers() int { return int(h.live.Load()) }
 
-// GroupSubscribers returns how many subscriptions here follow a group conversation's stream.
-func (h *Hub) GroupSubscribers(conversationID string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.groups[conversationID])
-}
-
 // deliver runs on the feed's goroutine: it must never block. A subscriber whose buffer is
 // full is told it overflowed, and reads what it missed from the log. A nil event means events
 // may have been missed (or the user's groups changed); subscribers then re-read.

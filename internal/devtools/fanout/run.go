@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/msggate/msggate/internal/auth"
+	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
 	"github.com/msggate/msggate/internal/devtools/testenv"
 	"github.com/msggate/msggate/internal/gateway"
@@ -84,6 +85,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer redisServer.Stop()
+	stats, err := cache.Dial(redisServer.URL(), cache.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer stats.Close()
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
@@ -216,7 +222,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// A subscription starts by reading its streams' heads and the member's counters (from
 	// MongoDB when Redis has not cached them yet): wait for that to end, so that neither the
 	// idle figures nor the sends' carry it.
-	if err := waitRedisQuiet(ctx, out, redisServer.Addr()); err != nil {
+	if err := waitRedisQuiet(ctx, out, stats); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "idle for %s before reading the gateways' memory...\n", o.Settle)
@@ -229,7 +235,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// the time the sends are planned to take.
 	sendPhase := time.Duration(o.Messages) * o.Interval
 	fmt.Fprintf(out, "measuring Redis idle for %s...\n", sendPhase)
-	idleStart, err := redisInfo(redisServer.Addr())
+	idleStart, err := readRedis(ctx, stats)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +243,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if !sleep(ctx, sendPhase) {
 		return nil, ctx.Err()
 	}
-	idleEnd, err := redisInfo(redisServer.Addr())
+	idleEnd, err := readRedis(ctx, stats)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +251,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 	// The sends, from the group's owner through the first instance.
 	fmt.Fprintf(out, "sending %d messages, %s apart...\n", o.Messages, o.Interval)
-	sendStart, err := redisInfo(redisServer.Addr())
+	sendStart, err := readRedis(ctx, stats)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +268,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		sends = append(sends, s)
 	}
 	delivered := waitDelivered(ctx, devices, sends, deliveredWithin)
-	sendEnd, err := redisInfo(redisServer.Addr())
+	sendEnd, err := readRedis(ctx, stats)
 	if err != nil {
 		return nil, err
 	}
@@ -614,8 +620,8 @@ const quietRate = 50
 
 // waitRedisQuiet waits, up to two minutes, until Redis runs fewer than quietRate calls a
 // second, printing the rate while it is busy.
-func waitRedisQuiet(ctx context.Context, out io.Writer, addr string) error {
-	prev, err := redisInfo(addr)
+func waitRedisQuiet(ctx context.Context, out io.Writer, stats *cache.Cache) error {
+	prev, err := readRedis(ctx, stats)
 	if err != nil {
 		return err
 	}
@@ -624,7 +630,7 @@ func waitRedisQuiet(ctx context.Context, out io.Writer, addr string) error {
 		if !sleep(ctx, time.Second) {
 			return ctx.Err()
 		}
-		cur, err := redisInfo(addr)
+		cur, err := readRedis(ctx, stats)
 		if err != nil {
 			return err
 		}
