@@ -115,6 +115,7 @@ func openBleve(dir string, bulk bool) (*engine, error) {
 	}
 	return &engine{
 		Engine: x,
+		where:  path,
 		settle: func(context.Context) error { return x.Sync() },
 		size: func() (string, error) {
 			var total int64
