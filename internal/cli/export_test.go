@@ -7,3 +7,6 @@ func SetImportWindow(lines int) (restore func()) {
 	importWindow = lines
 	return func() { importWindow = old }
 }
+
+// ApplyGCPercent is applyGCPercent, for the tests.
+var ApplyGCPercent = applyGCPercent

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	applyGCPercent(os.Getenv)
 	// Off unless -otlp-endpoint or the standard OTEL_ variables ask for it; then every
 	// component of the gateway is given the provider, and the spans still buffered are sent
 	// when the gateway has stopped.

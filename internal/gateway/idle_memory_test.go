@@ -22,13 +22,12 @@ import (
 // What one idle subscribed device may cost the gateway, at most: heap and stacks, of them
 // stacks, and goroutines (the connection's reader and the subscription's stream). Issue 31's
 // target is 40 KiB of resident memory, which counts the heap the collector lets grow past
-// what is live (as much again by default): heap and stacks must stay well below it. A
-// subscription's stream idles on a stack that collections halve to 4 KiB; the connection's
-// reader waits inside the WebSocket library's read, deep enough to keep 8 KiB. Both left at
-// 8 KiB or more show as more than idleDeviceStacks.
+// what is live (as much again by default): heap and stacks must stay well below it. The two
+// goroutines idle on stacks that collections halve to 4 KiB each; a stack left at 8 KiB (a
+// goroutine waiting below a deep frame) shows as more than idleDeviceStacks.
 const (
-	idleDeviceBudget     = 32 << 10
-	idleDeviceStacks     = 14 << 10
+	idleDeviceBudget     = 25 << 10
+	idleDeviceStacks     = 10 << 10
 	idleDeviceGoroutines = 2
 )
 

@@ -69,7 +69,8 @@ func (*wsTransport) Supports(r *http.Request) bool { return r.Header.Get("Upgrad
 
 // Do serves one connection until it closes.
 func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
-	conn, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{Subprotocols: []string{protocolTransportWS, protocolLegacyWS}})
+	var socket hijacked
+	conn, err := websocket.Accept(smallBuffers{w, &socket}, r, &websocket.AcceptOptions{Subprotocols: []string{protocolTransportWS, protocolLegacyWS}})
 	if err != nil {
 		return // Accept answered the request
 	}
@@ -80,6 +81,7 @@ func (t *wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 	c := &wsConnection{
 		t:       t,
 		conn:    conn,
+		socket:  socket,
 		exec:    exec,
 		headers: r.Header,
 		legacy:  conn.Subprotocol() != protocolTransportWS,
@@ -120,7 +122,17 @@ const wsBufferSize = 512
 
 // smallBuffers is the response writer the WebSocket library hijacks: the connection it gets
 // has wsBufferSize buffers instead of net/http's.
-type smallBuffers struct{ http.ResponseWriter }
+type smallBuffers struct {
+	http.ResponseWriter
+	socket *hijacked
+}
+
+// hijacked is a WebSocket connection's socket and the buffered reader the library reads it
+// through.
+type hijacked struct {
+	conn net.Conn
+	br   *bufio.Reader
+}
 
 func (w smallBuffers) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
@@ -139,6 +151,7 @@ func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		_ = conn.Close()
 		return nil, nil, err
 	}
+	*w.socket = hijacked{conn: conn, br: br}
 	// net/http has written the 101 answer by the time it hijacks: its writer holds nothing.
 	return conn, bufio.NewReadWriter(br, bufio.NewWriterSize(conn, wsBufferSize)), nil
 }
@@ -164,6 +177,7 @@ func (c *wsConnection) finish(cancel context.CancelFunc) {
 type wsConnection struct {
 	t       *wsTransport
 	conn    *websocket.Conn
+	socket  hijacked // conn's own
 	exec    graphql.GraphExecutor
 	headers http.Header
 	legacy  bool // graphql-ws rather than graphql-transport-ws
@@ -261,6 +275,7 @@ func (c *wsConnection) init() bool {
 // serve reads the client's messages until the connection closes.
 func (c *wsConnection) serve() {
 	for {
+		c.awaitClient()
 		m, err := c.read()
 		if err != nil {
 			return
@@ -297,6 +312,21 @@ func (c *wsConnection) serve() {
 			c.close(CloseBadMessage, fmt.Sprintf("unexpected message %q", m.Type))
 			return
 		}
+	}
+}
+
+// awaitClient waits, at shallow depth, until the client has sent something: the WebSocket
+// library's read waits far deeper, on a stack that garbage collections could then never
+// halve. Not once a close handshake has begun: the library then reads the socket and its
+// buffer itself, on the closing goroutine (the lock orders this look at the buffer before
+// the handshake's reads). A wait under way when one begins ends with the client's answer or
+// with the socket's close, and the library's read then reports the close.
+func (c *wsConnection) awaitClient() {
+	c.mu.Lock()
+	wait := c.closeDone == nil && c.socket.br != nil && c.socket.br.Buffered() == 0
+	c.mu.Unlock()
+	if wait {
+		freshstack.AwaitReadable(c.socket.conn)
 	}
 }
 
