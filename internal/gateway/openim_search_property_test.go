@@ -123,6 +123,7 @@ func testOpenIMSearchIndexMatchesOpenIM(t *testing.T, w *openIMWithFeed) {
 		}
 		w.push.PushMessage(ctx, pushed(m, seq), headers)
 	}
+	gone := map[string]bool{} // conv/seq: revoked or deleted for everyone
 	tips := int64(0)
 	tip := func() int64 { tips++; return tips }
 	pick := func() (sentMsg, bool) {
@@ -142,8 +143,9 @@ func testOpenIMSearchIndexMatchesOpenIM(t *testing.T, w *openIMWithFeed) {
 		switch op := rng.Intn(100); {
 		case op < 55:
 			send(convs[rng.Intn(len(convs))])
-		case op < 65: // the sender revokes
-			if m, ok := pick(); ok {
+		case op < 65: // the sender revokes (OpenIM's RevokeMsg refuses a message revoked or deleted for everyone)
+			if m, ok := pick(); ok && !gone[m.conv+"/"+itoa(m.seq)] {
+				gone[m.conv+"/"+itoa(m.seq)] = true
 				w.IM.Revoke(m.conv, m.seq, openimtest.Revoke{UserID: m.msg.SendID})
 				w.push.PushNotification(ctx, openimfeedtest.Revoke(m.msg.SendID, pushed(m.msg, m.seq), m.conv, m.seq, tip()), headers)
 			}
@@ -159,6 +161,7 @@ func testOpenIMSearchIndexMatchesOpenIM(t *testing.T, w *openIMWithFeed) {
 				if recv == "" {
 					recv = other(m.conv, m.msg.SendID)
 				}
+				gone[m.conv+"/"+itoa(m.seq)] = true
 				w.IM.DeleteForEveryone(m.conv, m.seq)
 				w.push.PushNotification(ctx, openimfeedtest.DeleteForEveryone(m.msg.SendID, recv, typ, m.conv, []int64{m.seq}, tip()), headers)
 			}
