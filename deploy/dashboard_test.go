@@ -91,7 +91,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 		"msggate_limit_refusals_total", "msggate_admission_refused_total",
 		"msggate_redis_call_duration_seconds_bucket", "msggate_mongodb_command_duration_seconds_bucket",
 		"msggate_sync_subscribers_live", "msggate_sync_subscribers_dropped_total",
-		"msggate_relay_due_intents", "msggate_openim_feed_lag_records",
+		"msggate_relay_due_intents", "msggate_openim_feed_lag_records", "msggate_openim_search_backlog_seqs",
 	} {
 		if !used[must] {
 			t.Errorf("the dashboard does not show %s", must)

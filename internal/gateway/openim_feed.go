@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/openimfeed"
@@ -82,6 +83,11 @@ func (g *Gateway) indexOpenIM(opts *openimsync.Options) error {
 	}
 	g.Search = engine
 	g.SearchIndexer = openimindex.New(g.OpenIM, g.Cache, engine, openimindex.Options{Logger: g.Logger})
+	g.Metrics.WatchSearchBacklog(func() (int64, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return g.Cache.SearchBacklogLen(ctx)
+	})
 	opts.Touched = g.SearchIndexer.Touched
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -516,7 +516,9 @@ func (f *Follower) fill(ctx context.Context, conversationID string, from, to int
 				continue
 			}
 			done = s
-			if m.SendTime < sentSince {
+			// A slot deleted for everyone (a tombstone) names no sender or receiver, so it has
+			// no readers to announce to; there is nothing left to tell of it either.
+			if m.SendTime < sentSince || m.Status == im.DeletedMessageStatus && m.SendID == "" {
 				continue
 			}
 			msgs = append(msgs, imsync.StoredMessage{ConversationID: conversationID, Seq: s, SendID: m.SendID,

@@ -52,3 +52,28 @@ func (m *Metrics) WatchFeedLag(lag func() int64) {
 		Help: "Records of OpenIM's Kafka topic not applied yet, summed over this instance's partitions, as of its last poll.",
 	}, func() float64 { return float64(lag()) }))
 }
+
+// WatchSearchBacklog exports backlog (the seqs OpenIM's feed touched that wait to be indexed,
+// kept in msggate's Redis and shared by every instance) as the gauge
+// msggate_openim_search_backlog_seqs, read at each scrape; a read that fails (Redis down)
+// leaves the scrape without the series rather than with a wrong figure.
+func (m *Metrics) WatchSearchBacklog(backlog func() (int64, error)) {
+	m.registry.MustRegister(&searchBacklogCollector{read: backlog, desc: prometheus.NewDesc(
+		"msggate_openim_search_backlog_seqs",
+		"Seqs of OpenIM's conversations waiting to be read and indexed for search (one backlog in msggate's Redis, shared by every instance).",
+		nil, nil)})
+}
+
+// searchBacklogCollector reads the backlog at each scrape and emits nothing when the read fails.
+type searchBacklogCollector struct {
+	read func() (int64, error)
+	desc *prometheus.Desc
+}
+
+func (c *searchBacklogCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *searchBacklogCollector) Collect(ch chan<- prometheus.Metric) {
+	if n, err := c.read(); err == nil {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n))
+	}
+}

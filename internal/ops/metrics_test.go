@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -115,7 +116,7 @@ func TestOperationLabelsAreBounded(t *testing.T) {
 	}
 }
 
-// Ensure the relay's looks and the feed's lag are exported as an operator reads them: the
+// Ensure the relay's looks, the feed's lag and the search backlog are exported as an operator reads them: the
 // backlog as of the last look, the finished intents and failed looks summed; and that the
 // known reasons of dropped subscriptions and skipped records have series before any happens.
 func TestBackgroundWorkMetrics(t *testing.T) {
@@ -136,6 +137,8 @@ func TestBackgroundWorkMetrics(t *testing.T) {
 	look(3, 30*time.Second, 4, true)
 	var lag int64 = 12
 	m.WatchFeedLag(func() int64 { return lag })
+	backlog, backlogErr := int64(5), error(nil)
+	m.WatchSearchBacklog(func() (int64, error) { return backlog, backlogErr })
 	s = scrape(t, m)
 	for series, want := range map[string]float64{
 		"msggate_relay_due_intents":               3,
@@ -143,9 +146,15 @@ func TestBackgroundWorkMetrics(t *testing.T) {
 		"msggate_relay_intents_finished_total":    6,
 		"msggate_relay_look_failures_total":       1,
 		"msggate_openim_feed_lag_records":         12,
+		"msggate_openim_search_backlog_seqs":      5,
 	} {
 		if s[series] != want {
 			t.Errorf("%s = %v, want %v", series, s[series], want)
 		}
+	}
+	// Redis down: no figure rather than a wrong one.
+	backlogErr = errors.New("redis down")
+	if v, ok := scrape(t, m)["msggate_openim_search_backlog_seqs"]; ok {
+		t.Errorf("the backlog unreadable is exported as %v", v)
 	}
 }
