@@ -255,23 +255,34 @@ func searchMismatches(t *testing.T, g *gatewaytest.Gateway, convs []string, know
 				problems = append(problems, fmt.Sprintf("%s's history shows %s as %q, acknowledged as %q", user, k, readable[k], m.content))
 			}
 		}
-		for _, q := range propQueries {
-			var want []string
-			for k, content := range readable {
-				if holdsWord(content, q) {
-					want = append(want, k)
-				}
+		n, found := searchesMatch(t, g, token, user, readable, "the store shows")
+		hits += n
+		problems = append(problems, found...)
+	}
+	return hits, problems
+}
+
+// searchesMatch runs every propQueries search as user (token) on g, through every page, and
+// tells where its hits or count differ from the messages of readable (key: text) that hold
+// the word; source names what readable was read from.
+func searchesMatch(t *testing.T, g *gatewaytest.Gateway, token, user string, readable map[string]string, source string) (hits int, problems []string) {
+	t.Helper()
+	for _, q := range propQueries {
+		var want []string
+		for k, content := range readable {
+			if holdsWord(content, q) {
+				want = append(want, k)
 			}
-			slices.Sort(want)
-			got, count, exact := searchAllPages(t, g, token, q)
-			slices.Sort(got)
-			hits += len(got)
-			if !slices.Equal(got, want) {
-				problems = append(problems, fmt.Sprintf("%s searching %q finds %v, the store shows %v", user, q, got, want))
-			}
-			if count != len(want) || !exact {
-				problems = append(problems, fmt.Sprintf("%s searching %q counts %d (exact %v), the store shows %d", user, q, count, exact, len(want)))
-			}
+		}
+		slices.Sort(want)
+		got, count, exact := searchAllPages(t, g, token, q)
+		slices.Sort(got)
+		hits += len(got)
+		if !slices.Equal(got, want) {
+			problems = append(problems, fmt.Sprintf("%s searching %q finds %v, %s %v", user, q, got, source, want))
+		}
+		if count != len(want) || !exact {
+			problems = append(problems, fmt.Sprintf("%s searching %q counts %d (exact %v), %s %d", user, q, count, exact, source, len(want)))
 		}
 	}
 	return hits, problems
