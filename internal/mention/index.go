@@ -3,6 +3,9 @@ package mention
 import (
 	"context"
 	"log/slog"
+	"strconv"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/chunkstore"
@@ -15,6 +18,9 @@ type Index struct {
 	store  *chunkstore.Store
 	cache  *cache.Cache
 	logger *slog.Logger
+	// fills joins concurrent fills of one range: a request's count, list and total each miss
+	// the same emptied copy at once, and would each read the store for it.
+	fills singleflight.Group
 }
 
 // New returns the index over a store and its cache. logger may be nil.
@@ -142,7 +148,17 @@ func (x *Index) UnreadMentionSeqs(ctx context.Context, userID string, st im.SeqS
 
 // fill reads the conversation's mentions above r.After from the store (through the block
 // past r.UpTo) and gives Redis its copy of them, unless a removal came between.
+// The mentions returned may be shared with concurrent callers: they are read, never changed.
 func (x *Index) fill(ctx context.Context, r cache.MentionRange) ([]im.Mention, error) {
+	key := strconv.FormatInt(r.After, 10) + ":" + strconv.FormatInt(r.UpTo, 10) + ":" + r.ConversationID
+	v, err, _ := x.fills.Do(key, func() (any, error) { return x.fillOnce(ctx, r) })
+	if err != nil {
+		return nil, err
+	}
+	return v.([]im.Mention), nil
+}
+
+func (x *Index) fillOnce(ctx context.Context, r cache.MentionRange) ([]im.Mention, error) {
 	gen, genErr := x.cache.MentionGen(ctx, r.ConversationID)
 	ms, err := x.store.FindMentions(ctx, r.ConversationID, r.After, r.UpTo+fillMargin)
 	if err != nil {
