@@ -39,7 +39,9 @@ type Options struct {
 	// search.CountLimit; tests lower it.
 	CountLimit int
 	// FirstWindow (ms) and DirectScan tune how a page is looked for (see Search); the zero
-	// values are the defaults. Tests narrow them to page through windows on small data.
+	// values are the defaults. Tests narrow them to page through windows on small data. A
+	// FirstWindow given is the first window's span; by default it is the span the matches'
+	// density says a full page needs, twice over, and at least an hour.
 	FirstWindow int64
 	DirectScan  int
 	// Bulk is for loading many messages at once (a bench, a rebuild from nothing): Apply
@@ -53,6 +55,8 @@ type Options struct {
 // Index is a Bleve index of messages. It is safe for concurrent use.
 type Index struct {
 	opts Options
+	// estimate says the first page window is estimated from the matches' density.
+	estimate bool
 	// mu serialises Apply: a Hide reads a document and writes it back. It is the open
 	// index's, shared by every handle on it.
 	mu  *sync.Mutex
@@ -92,7 +96,8 @@ func Open(dir string, opts Options) (*Index, error) {
 	if opts.CountLimit <= 0 {
 		opts.CountLimit = msearch.CountLimit
 	}
-	if opts.FirstWindow <= 0 {
+	estimate := opts.FirstWindow <= 0
+	if estimate {
 		opts.FirstWindow = firstWindow
 	}
 	if opts.DirectScan <= 0 {
@@ -109,7 +114,7 @@ func Open(dir string, opts Options) (*Index, error) {
 			return nil, fmt.Errorf("bleveindex: %s is open in this process with bulk loading %v: %w", dir, sh.bulk, ErrInUse)
 		}
 		sh.refs++
-		return &Index{opts: opts, idx: sh.idx, mu: sh.mu, dir: abs, shared: sh}, nil
+		return &Index{opts: opts, estimate: estimate, idx: sh.idx, mu: sh.mu, dir: abs, shared: sh}, nil
 	}
 	// Another process's lock is waited for a bounded time, and said, rather than a start
 	// that hangs.
@@ -140,7 +145,7 @@ func Open(dir string, opts Options) (*Index, error) {
 		opened.byDir = map[string]*sharedIndex{}
 	}
 	opened.byDir[abs] = sh
-	return &Index{opts: opts, idx: idx, mu: sh.mu, dir: abs, created: created, shared: sh}, nil
+	return &Index{opts: opts, estimate: estimate, idx: idx, mu: sh.mu, dir: abs, created: created, shared: sh}, nil
 }
 
 // opened holds the indexes open in this process, by directory: Bleve's lock file admits one

@@ -201,14 +201,15 @@ func (v *verifier) close() {
 	}
 }
 
-// Page windows: the first spans firstWindow of send times; each next one is wider by the
-// factor the last one's hit density says a full page needs, twice over, within
-// [minGrowth, maxGrowth]. Up to directScan matches have their send times read at once.
+// Page windows: the first spans what the matches' density over the index's send times says
+// a full page needs, twice over (at least firstWindow); each next one is wider by the factor
+// the last one's hit density says a full page needs, twice over, within [minGrowth,
+// maxGrowth]. Up to directScan matches have their send times read at once.
 const (
 	firstWindow = int64(time.Hour / time.Millisecond)
 	minGrowth   = 4
 	maxGrowth   = 64
-	directScan  = 500
+	directScan  = 100
 )
 
 // page returns the first req.First+1 hits after req.After, newest first, among the matches
@@ -229,6 +230,13 @@ func (x *Index) page(ctx context.Context, r index.IndexReader, req msearch.Reque
 		return nil, err
 	}
 	w := x.opts.FirstWindow
+	if x.estimate {
+		from := oldest
+		if req.SentAfter != 0 {
+			from = max(from, req.SentAfter)
+		}
+		w = max(w, (hi-from)/int64(len(ids))*int64(2*need))
+	}
 	for len(ids) > x.opts.DirectScan {
 		lo := hi - w + 1
 		if lo <= oldest || (req.SentAfter != 0 && lo <= req.SentAfter) || w > hi-oldest {
