@@ -3,9 +3,9 @@
 // importer of Bleve.
 //
 // Text is indexed by Bleve's CJK analysis (see textAnalyzer): Unicode word segmentation, lower
-// case, and overlapping character bigrams for CJK and Hangul runs, so that a query of two or more CJK characters
-// is a phrase of bigrams and finds exactly the messages holding that substring, with no
-// dictionary. Words in other scripts are whole lower-cased tokens.
+// case, and overlapping character bigrams for CJK and Hangul runs, so that a query of two or
+// more CJK characters is its bigrams one after another and finds exactly the messages holding
+// that substring, with no dictionary. Words in other scripts are whole lower-cased tokens.
 package bleveindex
 
 import (
