@@ -3,9 +3,9 @@
 // importer of Bleve.
 //
 // Text is indexed by Bleve's CJK analysis (see textAnalyzer): Unicode word segmentation, lower
-// case, and overlapping character bigrams for CJK and Hangul runs, so that a query of two or more CJK characters
-// is a phrase of bigrams and finds exactly the messages holding that substring, with no
-// dictionary. Words in other scripts are whole lower-cased tokens.
+// case, and overlapping character bigrams for CJK and Hangul runs, so that a query of two or
+// more CJK characters is its bigrams one after another and finds exactly the messages holding
+// that substring, with no dictionary. Words in other scripts are whole lower-cased tokens.
 package bleveindex
 
 import (
@@ -39,7 +39,9 @@ type Options struct {
 	// search.CountLimit; tests lower it.
 	CountLimit int
 	// FirstWindow (ms) and DirectScan tune how a page is looked for (see Search); the zero
-	// values are the defaults. Tests narrow them to page through windows on small data.
+	// values are the defaults. Tests narrow them to page through windows on small data. A
+	// FirstWindow given is the first window's span; by default it is the span the matches'
+	// density says a full page needs, twice over, and at least an hour.
 	FirstWindow int64
 	DirectScan  int
 	// Bulk is for loading many messages at once (a bench, a rebuild from nothing): Apply
@@ -53,6 +55,8 @@ type Options struct {
 // Index is a Bleve index of messages. It is safe for concurrent use.
 type Index struct {
 	opts Options
+	// estimate says the first page window is estimated from the matches' density.
+	estimate bool
 	// mu serialises Apply: a Hide reads a document and writes it back. It is the open
 	// index's, shared by every handle on it.
 	mu  *sync.Mutex
@@ -92,7 +96,8 @@ func Open(dir string, opts Options) (*Index, error) {
 	if opts.CountLimit <= 0 {
 		opts.CountLimit = msearch.CountLimit
 	}
-	if opts.FirstWindow <= 0 {
+	estimate := opts.FirstWindow <= 0
+	if estimate {
 		opts.FirstWindow = firstWindow
 	}
 	if opts.DirectScan <= 0 {
@@ -109,7 +114,7 @@ func Open(dir string, opts Options) (*Index, error) {
 			return nil, fmt.Errorf("bleveindex: %s is open in this process with bulk loading %v: %w", dir, sh.bulk, ErrInUse)
 		}
 		sh.refs++
-		return &Index{opts: opts, idx: sh.idx, mu: sh.mu, dir: abs, shared: sh}, nil
+		return &Index{opts: opts, estimate: estimate, idx: sh.idx, mu: sh.mu, dir: abs, shared: sh}, nil
 	}
 	// Another process's lock is waited for a bounded time, and said, rather than a start
 	// that hangs.
@@ -140,7 +145,7 @@ func Open(dir string, opts Options) (*Index, error) {
 		opened.byDir = map[string]*sharedIndex{}
 	}
 	opened.byDir[abs] = sh
-	return &Index{opts: opts, idx: idx, mu: sh.mu, dir: abs, created: created, shared: sh}, nil
+	return &Index{opts: opts, estimate: estimate, idx: idx, mu: sh.mu, dir: abs, created: created, shared: sh}, nil
 }
 
 // opened holds the indexes open in this process, by directory: Bleve's lock file admits one
@@ -452,133 +457,6 @@ func sourceOf(h *search.DocumentMatch) (*msearch.Doc, error) {
 	return &d, nil
 }
 
-// Search answers one request.
-//
-// Sorting is what costs: Bleve reads the sort fields' doc values of every match, and the
-// matches of a common word in a viewer's conversations are spread over the whole index, so
-// a sorted query decompresses nearly every doc-value chunk. So the count is a query of its
-// own that sorts nothing, and the page is looked for among the newest matches first: in a
-// window of send times below the newest possible hit, widened until it holds a full page
-// (then the page is exactly the newest hits after the cursor: every match outside the window
-// is older than every match in it) or covers everything.
-func (x *Index) Search(ctx context.Context, req msearch.Request) (msearch.Result, error) {
-	var out msearch.Result
-	q := x.query(req)
-	if q == nil || req.First <= 0 {
-		out.CountIsExact = true
-		if q == nil || req.First < 0 {
-			return out, nil
-		}
-	}
-	err := x.use(func() error {
-		cr := bleve.NewSearchRequestOptions(q, 0, 0, false)
-		cr.Score = bleve.ScoreNone
-		res, err := x.idx.SearchInContext(ctx, cr)
-		if err != nil {
-			return err
-		}
-		total := int(res.Total)
-		out.Count, out.CountIsExact = total, total <= x.opts.CountLimit
-		if !out.CountIsExact {
-			out.Count = x.opts.CountLimit
-		}
-		if total == 0 || req.First == 0 {
-			return nil
-		}
-		hits, err := x.page(ctx, req, q, total)
-		if err != nil {
-			return err
-		}
-		for _, h := range hits {
-			if len(out.Hits) == req.First {
-				out.HasMore = true
-				break
-			}
-			k, ok := parseDocID(h.ID)
-			if !ok || len(h.DecodedSort) == 0 {
-				return fmt.Errorf("hit %q: no key or send time", h.ID)
-			}
-			t, err := strconv.ParseFloat(h.DecodedSort[0], 64)
-			if err != nil {
-				return fmt.Errorf("hit %q: send time %q: %w", h.ID, h.DecodedSort[0], err)
-			}
-			out.Hits = append(out.Hits, msearch.Hit{Key: k, SendTime: int64(t)})
-		}
-		return x.highlight(ctx, req, out.Hits)
-	})
-	return out, err
-}
-
-// Page windows: the first spans firstWindow of send times; each next one is wider by the
-// factor the last one's hit density says a full page needs, twice over, within
-// [minGrowth, maxGrowth]. Fewer matches than directScan are sorted at once: they touch few
-// doc-value chunks whatever their times.
-const (
-	firstWindow = int64(time.Hour / time.Millisecond)
-	minGrowth   = 4
-	maxGrowth   = 64
-	directScan  = 500
-)
-
-// page finds the first req.First+1 matches of q after req.After, newest first, q having
-// total matches in all.
-func (x *Index) page(ctx context.Context, req msearch.Request, q query.Query, total int) ([]*search.DocumentMatch, error) {
-	need := req.First + 1
-	// hi is the newest send time a hit can have.
-	hi := x.shared.newest.Load()
-	if req.After != nil {
-		hi = min(hi, req.After.SendTime)
-	}
-	if req.SentBefore != 0 {
-		hi = min(hi, req.SentBefore-1)
-	}
-	oldest := x.shared.oldest.Load()
-	w := x.opts.FirstWindow
-	for total > x.opts.DirectScan {
-		lo := hi - w + 1
-		if lo <= oldest || (req.SentAfter != 0 && lo <= req.SentAfter) || w > hi-oldest {
-			break // the window holds every match: one sorted query over all of them
-		}
-		loF, hiF, incl := float64(lo), float64(hi), true
-		r := query.NewNumericRangeInclusiveQuery(&loF, &hiF, &incl, &incl)
-		r.SetField(fTime)
-		hits, err := x.sorted(ctx, req, query.NewConjunctionQuery([]query.Query{q, r}), need)
-		if err != nil || len(hits) >= need {
-			return hits, err
-		}
-		w *= min(max(int64(2*need/(len(hits)+1)), minGrowth), maxGrowth)
-	}
-	return x.sorted(ctx, req, q, need)
-}
-
-// sorted returns the first n matches of q after req.After, in the result order, with their
-// sort values.
-func (x *Index) sorted(ctx context.Context, req msearch.Request, q query.Query, n int) ([]*search.DocumentMatch, error) {
-	sr := bleve.NewSearchRequestOptions(q, n, 0, false)
-	sr.SortByCustom(search.SortOrder{
-		&search.SortField{Field: fTime, Type: search.SortFieldAsNumber, Desc: true},
-		&search.SortField{Field: fConv, Type: search.SortFieldAsString},
-		&search.SortField{Field: fSeq, Type: search.SortFieldAsNumber, Desc: true},
-	})
-	if req.After != nil {
-		sr.SearchAfter = []string{
-			strconv.FormatInt(req.After.SendTime, 10),
-			req.After.ConversationID,
-			strconv.FormatInt(req.After.Seq, 10),
-		}
-	}
-	// Neither scores, stored fields nor term vectors are asked for: without them Bleve
-	// merges the postings of the scope's conversation terms into one bitmap and intersects
-	// it with the words' instead of walking a heap of term searchers per match. The page's
-	// highlights are a second, small query.
-	sr.Score = bleve.ScoreNone
-	res, err := x.idx.SearchInContext(ctx, sr)
-	if err != nil {
-		return nil, err
-	}
-	return res.Hits, nil
-}
-
 // highlight fills the hits' highlights: the text query again, narrowed to the page's
 // documents, with term vectors for the highlighter. A hit gone since the first query keeps
 // none.
@@ -633,14 +511,61 @@ func (x *Index) textQueries(text string) []query.Query {
 	return qs
 }
 
-// query builds the Bleve query of a request, nil when it can match nothing.
-func (x *Index) query(req msearch.Request) query.Query {
-	if len(req.Scopes) == 0 {
-		return nil
+// matchQueries are the queries of the words of text for finding matches, with the phrases
+// the matches must also hold: a part of several tokens (a CJK substring of three or more
+// characters) is its terms, which Bleve intersects as bitmaps, and a phrase whose positions
+// are checked on those matches only (a phrase query reads the positions of every document in
+// the index holding its terms). ok is false when a part has no token: nothing matches it.
+func (x *Index) matchQueries(text string) (qs []query.Query, phrases []phrase, ok bool) {
+	an := x.idx.Mapping().AnalyzerNamed(textAnalyzer)
+	for _, p := range strings.Fields(text) {
+		if an == nil {
+			m := query.NewMatchPhraseQuery(p)
+			m.SetField(fText)
+			m.Analyzer = textAnalyzer
+			qs = append(qs, m)
+			continue
+		}
+		toks := an.Analyze([]byte(p))
+		if len(toks) == 0 {
+			return nil, nil, false
+		}
+		ph := phrase{}
+		seen := map[string]bool{}
+		for i, t := range toks {
+			if i > 0 && t.Position <= toks[i-1].Position {
+				// Tokens sharing a position are alternatives, which a conjunction of
+				// terms would not express; the analyzer makes none today.
+				m := query.NewMatchPhraseQuery(p)
+				m.SetField(fText)
+				m.Analyzer = textAnalyzer
+				qs = append(qs, m)
+				ph = phrase{}
+				break
+			}
+			ph.terms = append(ph.terms, string(t.Term))
+			ph.rel = append(ph.rel, uint64(t.Position-toks[0].Position))
+			if !seen[string(t.Term)] {
+				seen[string(t.Term)] = true
+				qs = append(qs, term(fText, string(t.Term)))
+			}
+		}
+		if len(ph.terms) > 1 {
+			phrases = append(phrases, ph)
+		}
 	}
-	must := x.textQueries(req.Text)
-	if len(must) == 0 {
-		return nil
+	return qs, phrases, len(qs) > 0
+}
+
+// query builds the Bleve query of a request and the phrases its matches must hold, nil when
+// it can match nothing.
+func (x *Index) query(req msearch.Request) (query.Query, []phrase) {
+	if len(req.Scopes) == 0 {
+		return nil, nil
+	}
+	must, phrases, ok := x.matchQueries(req.Text)
+	if !ok {
+		return nil, nil
 	}
 	// Scopes: whole conversations by one disjunction of terms, the rest from their min seq.
 	var whole []string
@@ -684,7 +609,7 @@ func (x *Index) query(req msearch.Request) query.Query {
 	if req.Viewer != "" {
 		b.AddMustNot(term(fHidden, req.Viewer))
 	}
-	return b
+	return b, phrases
 }
 
 func term(field, v string) query.Query {

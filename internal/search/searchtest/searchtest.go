@@ -43,6 +43,7 @@ var cases = []struct {
 }{
 	{"EnglishWords", testEnglishWords},
 	{"CJKSubstring", testCJKSubstring},
+	{"CJKSubstringPagedAndCounted", testCJKSubstringPaged},
 	{"ScopeExcludesOtherConversations", testScopeConversations},
 	{"ScopeExcludesBelowMinSeq", testScopeMinSeq},
 	{"HideIsForOneUserOnly", testHide},
@@ -187,6 +188,72 @@ func testCJKSubstring(t *testing.T, e search.Engine) {
 	// Characters that are in the text but not next to each other do not match.
 	expect(t, e, search.Request{Text: "北开", Scopes: sc})
 	expect(t, e, search.Request{Text: "广州", Scopes: sc})
+}
+
+// testCJKSubstringPaged pages through a substring of three characters (two bigrams) among
+// near misses that hold both bigrams apart, reversed, out of scope or hidden: none is found
+// or counted, on any page.
+func testCJKSubstringPaged(t *testing.T, e search.Engine) {
+	const n = 240
+	var docs []search.Doc
+	var want, apart []search.Cursor
+	convs := []string{"k1", "k2"}
+	for i := 0; i < n; i++ {
+		d := doc(convs[i%2], int64(i/2+1), "")
+		d.SendTime = base + int64(i/6)*1000
+		switch i % 5 {
+		case 0:
+			d.Text = fmt.Sprintf("在北京和京站之间 %d", i)
+			apart = append(apart, search.Cursor{SendTime: d.SendTime, Key: d.Key})
+		case 1:
+			d.Text = fmt.Sprintf("京站北京 %d", i)
+		case 2:
+			d.Text = fmt.Sprintf("今天%d点到北京站接人", i)
+			d.HiddenFor = []string{"bob"}
+		default:
+			d.Text = fmt.Sprintf("今天%d点到北京站接人", i)
+			want = append(want, search.Cursor{SendTime: d.SendTime, Key: d.Key})
+		}
+		docs = append(docs, d)
+	}
+	docs = append(docs, doc("k3", 1, "北京站"))
+	put(t, e, docs...)
+	order := func(a, b search.Cursor) int {
+		if search.Before(a, b) {
+			return -1
+		}
+		return 1
+	}
+	slices.SortFunc(want, order)
+	slices.SortFunc(apart, order)
+	sc := scopes(convs...)
+	var apartKeys []string
+	for _, c := range apart {
+		apartKeys = append(apartKeys, fmt.Sprintf("%s/%d", c.ConversationID, c.Seq))
+	}
+	expect(t, e, search.Request{Text: "和京站", Scopes: sc}, apartKeys...)
+	var got []search.Cursor
+	req := search.Request{Viewer: "bob", Text: "北京站", Scopes: sc, First: 7}
+	for pages := 0; ; pages++ {
+		if pages > n {
+			t.Fatal("paging does not end")
+		}
+		r := find(t, e, req)
+		if r.Count != len(want) || !r.CountIsExact {
+			t.Fatalf("page %d: count = %d (exact %v), want %d exact", pages, r.Count, r.CountIsExact, len(want))
+		}
+		for _, h := range r.Hits {
+			got = append(got, search.CursorOf(h))
+		}
+		if !r.HasMore {
+			break
+		}
+		c := search.CursorOf(r.Hits[len(r.Hits)-1])
+		req.After = &c
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("paging 北京站 returned %d hits %v; want %d in order, each once", len(got), got, len(want))
+	}
 }
 
 func testScopeConversations(t *testing.T, e search.Engine) {
