@@ -33,12 +33,13 @@ type Options struct {
 	Progress func(Summary)
 }
 
-// Summary is what a run did.
+// Summary is what a run did, counting the conversations through Checkpoint only: those whose
+// changes are all in the index.
 type Summary struct {
 	Conversations int64 // conversations finished
 	Messages      int64 // messages indexed (Put)
 	Removed       int64 // seqs removed from the index: revoked, deleted for everyone, or empty
-	// Seqs is how many seqs were read (messages, removed or not).
+	// Seqs is how many seqs of those conversations were read (messages, removed or not).
 	Seqs int64
 	// Checkpoint is the last conversation whose changes are all in the index.
 	Checkpoint string
@@ -94,9 +95,13 @@ func Run(ctx context.Context, st Store, engine search.Engine, opts Options) (Sum
 		opts.Batch = 2000
 	}
 	start := time.Now()
+	// sum counts what was read; done, what is in the index through its Checkpoint. A run that
+	// stops reports done: what it read after the checkpoint, a resumed run reads again, and
+	// the two runs' summaries add up to the store's.
 	sum := Summary{Checkpoint: opts.After}
+	done := sum
 	var pending []search.Change
-	var finished []string // conversations whose changes are all in pending or the index
+	var finished []Summary // sum as each conversation whose changes are all in pending or the index ended
 	flush := func() error {
 		if len(pending) > 0 {
 			if err := engine.Apply(ctx, pending); err != nil {
@@ -105,11 +110,11 @@ func Run(ctx context.Context, st Store, engine search.Engine, opts Options) (Sum
 			pending = pending[:0]
 		}
 		if n := len(finished); n > 0 {
-			sum.Checkpoint = finished[n-1]
+			done = finished[n-1]
 			finished = finished[:0]
-			sum.Elapsed = time.Since(start)
+			done.Elapsed = time.Since(start)
 			if opts.Progress != nil {
-				opts.Progress(sum)
+				opts.Progress(done)
 			}
 		}
 		return nil
@@ -142,7 +147,8 @@ func Run(ctx context.Context, st Store, engine search.Engine, opts Options) (Sum
 			}
 		}
 		sum.Conversations++
-		finished = append(finished, cs.ConversationID)
+		sum.Checkpoint = cs.ConversationID
+		finished = append(finished, sum)
 		if len(pending) >= opts.Batch {
 			return flush()
 		}
@@ -151,6 +157,6 @@ func Run(ctx context.Context, st Store, engine search.Engine, opts Options) (Sum
 	if err == nil {
 		err = flush()
 	}
-	sum.Elapsed = time.Since(start)
-	return sum, err
+	done.Elapsed = time.Since(start)
+	return done, err
 }
