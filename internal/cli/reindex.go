@@ -53,7 +53,7 @@ func Reindex(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	plan, err := reindex.Measure(ctx, st, after)
 	if err != nil {
-		return err
+		return interrupted(ctx, err, after)
 	}
 	fmt.Fprintf(stderr, "indexing %d conversations, %d seqs\n", plan.Conversations, plan.Seqs)
 	sum, err := reindex.Run(ctx, st, m.Search, reindex.Options{After: after, Progress: func(s reindex.Summary) {
@@ -70,12 +70,25 @@ func Reindex(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if sum.Checkpoint != "" {
 			fmt.Fprintf(stderr, "indexed through conversation %s; run again with -resume to continue after it\n", sum.Checkpoint)
 		}
-		return err
+		return interrupted(ctx, err, sum.Checkpoint)
 	}
 	if err := os.Remove(posPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
+}
+
+// interrupted is err, or when ctx was cancelled (SIGINT), which is why the store failed, a
+// plain word that the run was interrupted and how to go on: resume after checkpoint, or,
+// with none, start again.
+func interrupted(ctx context.Context, err error, checkpoint string) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	if checkpoint != "" {
+		return errors.New("reindex interrupted; run it again with -resume to continue")
+	}
+	return errors.New("reindex interrupted before it finished a conversation; run it again to start over")
 }
 
 // openForReindex opens the stores as openForCommand does, and in OpenIM mode OpenIM's

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -156,5 +157,39 @@ func TestReindexOpenIM(t *testing.T) {
 		if res.Count != c.want {
 			t.Errorf("%s searching %q in the rebuilt index: %d, want %d", c.viewer, c.text, res.Count, c.want)
 		}
+	}
+}
+
+// cancelOnWrite is stderr that cancels the run once a line containing at is written.
+type cancelOnWrite struct {
+	strings.Builder
+	at     string
+	cancel context.CancelFunc
+}
+
+func (w *cancelOnWrite) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), w.at) {
+		w.cancel()
+	}
+	return w.Builder.Write(p)
+}
+
+// Ensure a reindex interrupted (SIGINT cancels its context) says so, and how to go on, rather
+// than end with the store's "unavailable: context canceled".
+func TestReindexInterruptedSaysSo(t *testing.T) {
+	g := gatewaytest.Start(t)
+	dir := t.TempDir()
+	runCommand(t, cli.Seed, append(g.StoreFlags(), "-data-dir", dir)...)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	// Cancelled once the run is measured, so the run itself is what is interrupted.
+	stderr := &cancelOnWrite{at: "indexing ", cancel: cancel}
+	var stdout strings.Builder
+	err := cli.Reindex(ctx, append(g.StoreFlags(), "-data-dir", dir), &stdout, stderr)
+	if err == nil || !strings.Contains(err.Error(), "interrupted") || strings.Contains(err.Error(), "unavailable") {
+		t.Errorf("an interrupted reindex ends with %v, want it to say it was interrupted\n%s", err, stderr.String())
+	}
+	if !strings.Contains(err.Error(), "run it again") {
+		t.Errorf("an interrupted reindex that finished no conversation says %q, not how to go on", err)
 	}
 }

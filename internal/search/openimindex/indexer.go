@@ -152,15 +152,30 @@ func (x *Indexer) Drain(ctx context.Context) error {
 	}
 }
 
-// index makes the engine show what OpenIM's stores show of each seq now.
+// index makes the engine show what OpenIM's stores show of each seq now, and keeps it so
+// against a revoke or delete indexed meanwhile by another gateway (search.Settle).
 func (x *Indexer) index(ctx context.Context, seqs []cache.BacklogSeq) error {
+	keys := make([]search.Key, len(seqs))
+	for i, s := range seqs {
+		keys[i] = search.Key{ConversationID: s.ConversationID, Seq: s.Seq}
+	}
+	changes, err := x.read(ctx, keys)
+	if err != nil {
+		return err
+	}
+	return search.Settle(ctx, x.engine, changes, x.read)
+}
+
+// read returns the changes that make the index show keys' slots as OpenIM's stores show them
+// now, in keys' order.
+func (x *Indexer) read(ctx context.Context, keys []search.Key) ([]search.Change, error) {
 	byConv := map[string][]int64{}
 	var convs []string
-	for _, s := range seqs {
-		if _, ok := byConv[s.ConversationID]; !ok {
-			convs = append(convs, s.ConversationID)
+	for _, k := range keys {
+		if _, ok := byConv[k.ConversationID]; !ok {
+			convs = append(convs, k.ConversationID)
 		}
-		byConv[s.ConversationID] = append(byConv[s.ConversationID], s.Seq)
+		byConv[k.ConversationID] = append(byConv[k.ConversationID], k.Seq)
 	}
 	var groups []im.SeqGroup
 	for _, c := range convs {
@@ -168,17 +183,21 @@ func (x *Indexer) index(ctx context.Context, seqs []cache.BacklogSeq) error {
 	}
 	chunks, err := x.src.Chunks(ctx, groups)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	changes := make([]search.Change, 0, len(seqs))
+	chunkOf := make(map[search.Key]*im.Chunk, len(keys))
 	for i, g := range groups {
 		conv, _, err := im.ParseDocID(g.DocID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, seq := range g.Seqs {
-			changes = append(changes, ingest.SlotChange(conv, seq, chunks[i].Slot(seq)))
+			chunkOf[search.Key{ConversationID: conv, Seq: seq}] = chunks[i]
 		}
 	}
-	return x.engine.Apply(ctx, changes)
+	changes := make([]search.Change, len(keys))
+	for i, k := range keys {
+		changes[i] = ingest.SlotChange(k.ConversationID, k.Seq, chunkOf[k].Slot(k.Seq))
+	}
+	return changes, nil
 }

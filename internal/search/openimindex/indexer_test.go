@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/msggate/msggate/internal/cache"
 	"github.com/msggate/msggate/internal/devtools/testenv"
+	"github.com/msggate/msggate/internal/im"
 	"github.com/msggate/msggate/internal/openim"
 	"github.com/msggate/msggate/internal/openim/openimtest"
 	"github.com/msggate/msggate/internal/search"
@@ -163,5 +165,77 @@ func eventually(t *testing.T, what string, ok func() bool) {
 			t.Fatalf("not within 10 s: %s", what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// revokingSource is OpenIM's stores whose first read, once it has read the slots, lets revoke
+// run before it returns them: a revoke that lands between an indexer's read of a slot and its
+// write of it, every time.
+type revokingSource struct {
+	openimindex.Source
+	once   sync.Once
+	revoke func()
+}
+
+func (s *revokingSource) Chunks(ctx context.Context, groups []im.SeqGroup) ([]*im.Chunk, error) {
+	chunks, err := s.Source.Chunks(ctx, groups)
+	if err == nil {
+		s.once.Do(s.revoke)
+	}
+	return chunks, err
+}
+
+// Ensure an indexer that read a slot just before a revoke, and writes it just after another
+// gateway indexed that revoke on the same index, leaves the message out: neither a hit nor
+// counted.
+func TestIndexerRacingARevokeLeavesItOut(t *testing.T) {
+	onEachEngine(t, testIndexerRacingARevoke)
+}
+
+func testIndexerRacingARevoke(t *testing.T, engine search.Engine) {
+	ctx := context.Background()
+	mdb := testenv.Mongo(t)
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t).Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	d := openimtest.New(t, mdb.Connect(t, nil), rdb)
+	st, err := openim.Open(ctx, mdb.Connect(t, nil), rdb, openim.Options{Secret: d.Secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := cache.Dial(testenv.Redis(t).URL(), cache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = own.Close() })
+
+	const conv = "si_alice_bob"
+	var seqs []int64
+	for _, text := range []string{"racing one", "racing two", "racing three"} {
+		seqs = append(seqs, d.Send(conv, openimtest.Single("alice", "bob", openimtest.ContentText, openimtest.TextContent(text)))...)
+	}
+	keys := make([]search.Key, len(seqs))
+	for i, s := range seqs {
+		keys[i] = search.Key{ConversationID: conv, Seq: s}
+	}
+	src := &revokingSource{Source: st, revoke: func() {
+		// OpenIM stores the revoke, and the gateway that read its record indexes it first.
+		d.Revoke(conv, seqs[1], openimtest.Revoke{UserID: "alice"})
+		if err := engine.Apply(ctx, []search.Change{{Remove: &keys[1]}}); err != nil {
+			t.Error(err)
+		}
+	}}
+	x := openimindex.New(src, own, engine, openimindex.Options{})
+	if err := x.Touched(ctx, keys); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := engine.Search(ctx, search.Request{Viewer: "bob", Text: "racing", Scopes: []search.Scope{{ConversationID: conv}}, First: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Count != 2 || len(res.Hits) != 2 {
+		t.Errorf("after an indexer raced the revoke of seq %d bob finds %d (count %d), want 2", seqs[1], len(res.Hits), res.Count)
 	}
 }

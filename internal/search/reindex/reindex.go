@@ -89,7 +89,9 @@ func bounds(cs chunkstore.ConversationSeqs) (lo, hi int64) {
 	return max(cs.MinSeq, 1), cs.MaxSeq
 }
 
-// Run indexes every conversation after opts.After into engine.
+// Run indexes every conversation after opts.After into engine. Each batch is settled
+// (search.Settle): read again once it is in the index, and what a revoke or delete changed
+// meanwhile written again, so a run racing the gateway's own changes leaves none undone.
 func Run(ctx context.Context, st Store, engine search.Engine, opts Options) (Summary, error) {
 	if opts.Batch <= 0 {
 		opts.Batch = 2000
@@ -102,9 +104,10 @@ func Run(ctx context.Context, st Store, engine search.Engine, opts Options) (Sum
 	done := sum
 	var pending []search.Change
 	var finished []Summary // sum as each conversation whose changes are all in pending or the index ended
+	reread := func(ctx context.Context, keys []search.Key) ([]search.Change, error) { return readSlots(ctx, st, keys) }
 	flush := func() error {
 		if len(pending) > 0 {
-			if err := engine.Apply(ctx, pending); err != nil {
+			if err := search.Settle(ctx, engine, pending, reread); err != nil {
 				return err
 			}
 			pending = pending[:0]
@@ -159,4 +162,34 @@ func Run(ctx context.Context, st Store, engine search.Engine, opts Options) (Sum
 	}
 	done.Elapsed = time.Since(start)
 	return done, err
+}
+
+// readSlots reads keys' slots as they are now and returns their changes, in keys' order. A
+// batch's keys of one conversation are mostly consecutive seqs; each run of consecutive chunk
+// indexes is one read.
+func readSlots(ctx context.Context, st Store, keys []search.Key) ([]search.Change, error) {
+	out := make([]search.Change, len(keys))
+	for i := 0; i < len(keys); {
+		conv, from := keys[i].ConversationID, im.ChunkIndex(keys[i].Seq)
+		to, j := from, i
+		for ; j < len(keys) && keys[j].ConversationID == conv; j++ {
+			c := im.ChunkIndex(keys[j].Seq)
+			if c < to || c > to+1 || c-from >= chunkstore.MaxChunkRange {
+				break
+			}
+			to = c
+		}
+		chunks, err := st.FindChunkRange(ctx, conv, from, to)
+		if err != nil {
+			return nil, err
+		}
+		for ; i < j; i++ {
+			var c *im.Chunk
+			if n := im.ChunkIndex(keys[i].Seq) - from; n < int64(len(chunks)) {
+				c = chunks[n]
+			}
+			out[i] = ingest.SlotChange(conv, keys[i].Seq, c.Slot(keys[i].Seq))
+		}
+	}
+	return out, nil
 }
