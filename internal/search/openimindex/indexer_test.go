@@ -65,20 +65,7 @@ func TestIndexerKeepsABacklogWhileTheIndexIsDown(t *testing.T) {
 
 func testBacklog(t *testing.T, engine search.Engine) {
 	ctx := context.Background()
-	mdb := testenv.Mongo(t)
-	imRedis := testenv.Redis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: imRedis.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	d := openimtest.New(t, mdb.Connect(t, nil), rdb)
-	st, err := openim.Open(ctx, mdb.Connect(t, nil), rdb, openim.Options{Secret: d.Secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, err := cache.Dial(testenv.Redis(t).URL(), cache.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = own.Close() })
+	d, st, own := openDeployment(t)
 
 	index := &switchable{Engine: engine}
 	x := openimindex.New(st, own, index, openimindex.Options{Interval: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond})
@@ -194,19 +181,7 @@ func TestIndexerRacingARevokeLeavesItOut(t *testing.T) {
 
 func testIndexerRacingARevoke(t *testing.T, engine search.Engine) {
 	ctx := context.Background()
-	mdb := testenv.Mongo(t)
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t).Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	d := openimtest.New(t, mdb.Connect(t, nil), rdb)
-	st, err := openim.Open(ctx, mdb.Connect(t, nil), rdb, openim.Options{Secret: d.Secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, err := cache.Dial(testenv.Redis(t).URL(), cache.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = own.Close() })
+	d, st, own := openDeployment(t)
 
 	const conv = "si_alice_bob"
 	var seqs []int64
@@ -238,4 +213,24 @@ func testIndexerRacingARevoke(t *testing.T, engine search.Engine) {
 	if res.Count != 2 || len(res.Hits) != 2 {
 		t.Errorf("after an indexer raced the revoke of seq %d bob finds %d (count %d), want 2", seqs[1], len(res.Hits), res.Count)
 	}
+}
+
+// openDeployment starts an OpenIM deployment of the test's own (its MongoDB and Redis), opens
+// msggate's read-only view of it, and dials msggate's own Redis.
+func openDeployment(t *testing.T) (*openimtest.Deployment, *openim.Store, *cache.Cache) {
+	t.Helper()
+	mdb := testenv.Mongo(t)
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t).Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	d := openimtest.New(t, mdb.Connect(t, nil), rdb)
+	st, err := openim.Open(context.Background(), mdb.Connect(t, nil), rdb, openim.Options{Secret: d.Secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := cache.Dial(testenv.Redis(t).URL(), cache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = own.Close() })
+	return d, st, own
 }
