@@ -168,7 +168,7 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement, bu
 	if bulk {
 		announced = newestPerConversation(msgs)
 	}
-	indexed, err := in.finishSend(finish, msgs, announced, mentionsOf(stored), dedupe(touched), sendChanges(stored))
+	indexed, err := in.finishSend(finish, msgs, announced, mentionsOf(stored), dedupe(touched), sendChanges(stored), in.index)
 	if err != nil {
 		return err
 	}
@@ -187,8 +187,11 @@ func (in *Ingester) storePlacements(ctx context.Context, stored []*placement, bu
 // $max, and the log keeps one event per message. announced are the messages whose events are
 // logged: msgs, or for an import each conversation's newest (its event's counters cover the
 // others). indexed is false when the search index did not take changes: the other steps go
-// on, and the caller leaves the intent to the relay.
-func (in *Ingester) finishSend(ctx context.Context, msgs, announced []imsync.StoredMessage, mentions mentionsByConv, docIDs []string, changes []search.Change) (indexed bool, err error) {
+// on, and the caller leaves the intent to the relay. index applies changes: the writer's
+// Ingester.index (nobody can revoke or delete the messages before their max seq is raised), the
+// relay's Ingester.indexSettled (they may be revoked or deleted by now).
+func (in *Ingester) finishSend(ctx context.Context, msgs, announced []imsync.StoredMessage, mentions mentionsByConv, docIDs []string, changes []search.Change,
+	index func(context.Context, []search.Change) error) (indexed bool, err error) {
 	// The mention index learns of the messages before anyone can see them: before their
 	// chunks' new version and their max seq, so that a count read with either includes them.
 	if err := mentions.record(ctx, in.mentions); err != nil {
@@ -207,7 +210,7 @@ func (in *Ingester) finishSend(ctx context.Context, msgs, announced []imsync.Sto
 		return false, err
 	}
 	// Indexed before the max seq is raised: see search_index.go.
-	indexed = in.index(ctx, changes) == nil
+	indexed = index(ctx, changes) == nil
 	if err := in.ledger.RecordStored(ctx, msgs); err != nil {
 		return false, err
 	}

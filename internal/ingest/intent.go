@@ -127,7 +127,9 @@ func (in *Ingester) finishSendIntent(ctx context.Context, chunks history.ChunkSo
 	}
 	if len(stored) > 0 {
 		stored = sortStored(stored)
-		indexed, err := in.finishSend(ctx, stored, stored, mentions, dedupe(docIDs), changes)
+		// The slots were read from chunks, which may be older than a revoke or delete already
+		// indexed: the Puts are settled against the store.
+		indexed, err := in.finishSend(ctx, stored, stored, mentions, dedupe(docIDs), changes, in.indexSettled)
 		if err != nil {
 			return imsync.IntentPending, err
 		}
@@ -187,14 +189,16 @@ func (in *Ingester) finishSlotIntent(ctx context.Context, chunks history.ChunkSo
 	if err != nil {
 		return imsync.IntentPending, err
 	}
-	// What the store shows of each seq now, so a change indexed late is indexed as it ended.
+	// What the store shows of each seq now, so a change indexed late is indexed as it ended,
+	// settled against the store: chunks may predate a later change of the same slot (a revoke
+	// after a delete for me) that is indexed already.
 	changes := make([]search.Change, 0, len(done))
 	for i, slot := range slots {
 		if slices.Contains(done, it.Seqs[i]) {
 			changes = append(changes, SlotChange(conv.ID, it.Seqs[i], slot))
 		}
 	}
-	if in.index(ctx, changes) != nil {
+	if in.indexSettled(ctx, changes) != nil {
 		return imsync.IntentPending, errIndexBehind
 	}
 	return imsync.IntentDone, nil

@@ -84,6 +84,49 @@ func (in *Ingester) index(ctx context.Context, changes []search.Change) error {
 	return nil
 }
 
+// indexSettled is index for the changes a late writer (the relay) read from slots
+// (SlotChange): they are settled against the store (search.Settle). Reading a slot and
+// indexing it is not one step, and a revoke or delete whose store write and index write both
+// fall between them would be undone by this write for good: a revoked message counted by
+// search again, or one deleted for a user shown to them.
+func (in *Ingester) indexSettled(ctx context.Context, changes []search.Change) error {
+	if in.opts.Search == nil || len(changes) == 0 {
+		return nil
+	}
+	if err := search.Settle(ctx, in.opts.Search, changes, in.storedChanges); err != nil {
+		in.logger().WarnContext(ctx, "the search index did not take a change; the relay will index it", "err", err)
+		return err
+	}
+	return nil
+}
+
+// storedChanges reads the slots of keys in one store read and returns each one's SlotChange,
+// aligned with keys. It reads MongoDB itself, never the chunks a relay read for a whole batch
+// of intents before finishing any (intentChunks), nor the chunk cache, whose copy is as fresh
+// as other writers' invalidations make it. A revoke or delete is written to the store before
+// its index change is applied, so a read of the store made after our index write sees every
+// change that write may have overtaken.
+func (in *Ingester) storedChanges(ctx context.Context, keys []search.Key) ([]search.Change, error) {
+	ids := make([]string, len(keys))
+	for i, k := range keys {
+		ids[i] = im.DocID(k.ConversationID, k.Seq)
+	}
+	ids = dedupe(ids)
+	found, err := in.store.FindChunks(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*im.Chunk, len(ids))
+	for i, id := range ids {
+		byID[id] = found[i]
+	}
+	out := make([]search.Change, len(keys))
+	for i, k := range keys {
+		out[i] = SlotChange(k.ConversationID, k.Seq, byID[im.DocID(k.ConversationID, k.Seq)].Slot(k.Seq))
+	}
+	return out, nil
+}
+
 func (in *Ingester) logger() *slog.Logger {
 	if in.opts.Logger != nil {
 		return in.opts.Logger
