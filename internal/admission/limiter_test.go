@@ -157,8 +157,10 @@ func TestLimiterStalledRefusesAtOnce(t *testing.T) {
 // read a burst that has only just taken every slot as a stall: the burst queues and is let
 // through as slots come free.
 func TestLimiterIdleThenBurstIsNotAStall(t *testing.T) {
-	l := New(Options{MaxInFlight: 2, MaxWait: 100 * time.Millisecond})
-	time.Sleep(150 * time.Millisecond) // idle for longer than MaxWait, nothing ever finished
+	// MaxWait is far above the 20 ms the burst waits, so that only a refusal read from the
+	// idle time fails the test, not a loaded machine that runs the releasing goroutine late.
+	l := New(Options{MaxInFlight: 2, MaxWait: time.Second})
+	time.Sleep(1100 * time.Millisecond) // idle for longer than MaxWait, nothing ever finished
 	first := mustAcquire(t, l, withTimeout(t, 10*time.Second))
 	second := mustAcquire(t, l, withTimeout(t, 10*time.Second))
 	go func() { time.Sleep(20 * time.Millisecond); first(); second() }()
