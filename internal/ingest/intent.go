@@ -68,14 +68,9 @@ func intentDocIDs(its []chunkstore.Intent) []string {
 // serves them: a relay that finds many intents after an outage must not add a read per intent
 // to a store that is just coming back.
 func (in *Ingester) intentChunks(ctx context.Context, its []chunkstore.Intent) (history.ChunkSource, error) {
-	ids := intentDocIDs(its)
-	found, err := in.store.FindChunks(ctx, ids)
+	byID, err := in.chunksByID(ctx, intentDocIDs(its))
 	if err != nil {
 		return nil, err
-	}
-	byID := make(map[string]*im.Chunk, len(ids))
-	for i, id := range ids {
-		byID[id] = found[i]
 	}
 	return history.ChunkFunc(func(_ context.Context, docIDs []string) ([]*im.Chunk, error) {
 		out := make([]*im.Chunk, len(docIDs))

@@ -111,7 +111,20 @@ func (in *Ingester) storedChanges(ctx context.Context, keys []search.Key) ([]sea
 	for i, k := range keys {
 		ids[i] = im.DocID(k.ConversationID, k.Seq)
 	}
-	ids = dedupe(ids)
+	byID, err := in.chunksByID(ctx, dedupe(ids))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]search.Change, len(keys))
+	for i, k := range keys {
+		out[i] = SlotChange(k.ConversationID, k.Seq, byID[im.DocID(k.ConversationID, k.Seq)].Slot(k.Seq))
+	}
+	return out, nil
+}
+
+// chunksByID reads the chunks ids (no repeats) from the store in one read, by doc_id; a chunk
+// the store does not hold is nil.
+func (in *Ingester) chunksByID(ctx context.Context, ids []string) (map[string]*im.Chunk, error) {
 	found, err := in.store.FindChunks(ctx, ids)
 	if err != nil {
 		return nil, err
@@ -120,11 +133,7 @@ func (in *Ingester) storedChanges(ctx context.Context, keys []search.Key) ([]sea
 	for i, id := range ids {
 		byID[id] = found[i]
 	}
-	out := make([]search.Change, len(keys))
-	for i, k := range keys {
-		out[i] = SlotChange(k.ConversationID, k.Seq, byID[im.DocID(k.ConversationID, k.Seq)].Slot(k.Seq))
-	}
-	return out, nil
+	return byID, nil
 }
 
 func (in *Ingester) logger() *slog.Logger {
